@@ -1,0 +1,1 @@
+"""The TITO conformance suite: requirements as data, checks keyed by requirement ID."""

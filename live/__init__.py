@@ -1,0 +1,1 @@
+"""Run the conformance suite against a real `vllm serve` started with the documented flags."""

@@ -1,0 +1,1 @@
+"""A deterministic CPU stand-in for vLLM's TITO API."""
