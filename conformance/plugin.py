@@ -1,0 +1,1 @@
+"""pytest plugin entry point (placeholder until the suite lands; must stay import-cheap)."""
