@@ -1,0 +1,38 @@
+"""The requirement catalogue: one module per area of the API document, joined here."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from . import abort, access, core, errors, gating, logprobs, pipeline, stop, streaming
+from . import text_mode, weight_versions
+from .model import MAY, MUST, SHOULD, Feature, Level, Requirement, Source
+
+__all__ = [
+    "MAY",
+    "MUST",
+    "SHOULD",
+    "Feature",
+    "Level",
+    "Requirement",
+    "Source",
+    "all_requirements",
+    "by_id",
+]
+
+_MODULES = (
+    core, streaming, logprobs, text_mode, stop, abort, access, weight_versions, pipeline,
+    gating, errors,
+)
+
+
+@cache
+def all_requirements() -> tuple[Requirement, ...]:
+    """Every requirement, in catalogue order. IDs are unique (a test proves it)."""
+    return tuple(req for module in _MODULES for req in module.REQUIREMENTS)
+
+
+@cache
+def by_id() -> dict[str, Requirement]:
+    """The catalogue keyed by requirement ID."""
+    return {req.id: req for req in all_requirements()}

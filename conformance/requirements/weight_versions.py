@@ -1,0 +1,57 @@
+"""Weight versions: which weights sampled which output tokens."""
+
+from __future__ import annotations
+
+from .model import MUST, Feature, Requirement
+
+F = Feature.WEIGHT_VERSIONS
+
+REQUIREMENTS = [
+    Requirement(
+        "WV-001", MUST, F,
+        "The final output of every choice carries weight_versions",
+        "every non-streamed choice carries a weight_versions list",
+    ),
+    Requirement(
+        "WV-002", MUST, F,
+        "Ranges are half-open over output-token indexes (prompt excluded), contiguous and in "
+        "generation order",
+        "spans start at 0, are contiguous and non-empty, and end at len(token_ids)",
+    ),
+    Requirement(
+        "WV-003", MUST, F,
+        "With stream: true, only the last chunk of each choice carries the list, including the "
+        "last chunk after an abort.",
+        "each choice's last chunk carries the list, also after an abort",
+    ),
+    Requirement(
+        "WV-004", MUST, F,
+        "Its offsets cover the whole output.",
+        "the streamed list covers every streamed token of the choice",
+    ),
+    Requirement(
+        "WV-005", MUST, F,
+        "Earlier chunks carry null or omit the field.",
+        "no list before a choice's last chunk",
+    ),
+    Requirement(
+        "WV-006", MUST, F,
+        "An output with no tokens, such as a request aborted before its first token, gets [].",
+        "a zero-token output gets []",
+    ),
+    Requirement(
+        "WV-007", MUST, F,
+        "The labels are the ones you set with /update_weight_version or /finish_weight_update",
+        "a label set with /update_weight_version labels the next requests",
+    ),
+    Requirement(
+        "WV-008", MUST, F,
+        'the label is "default" until you set one.',
+        'the label is "default" (or the one /weight_info reports)',
+    ),
+    Requirement(
+        "WV-009", MUST, F,
+        "so a request that crossed one weight update gets two",
+        "a label change during a request splits its spans there",
+    ),
+]
