@@ -7,19 +7,22 @@ means an installed wheel finds the spec without the repository.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, ValidationError, validators
 from jsonschema.protocols import Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 SPEC_FILE = "tito.yaml"
 SPEC_URI = "urn:tito:openapi"
+SSE_MEDIA_TYPE = "text/event-stream"
 
 __all__ = [
     "SPEC_URI",
@@ -28,6 +31,8 @@ __all__ = [
     "registry",
     "schema_validator",
     "spec_path",
+    "sse_event_validator",
+    "TitoValidator",
 ]
 
 
@@ -53,20 +58,59 @@ def registry() -> Registry[Any]:
     return Registry().with_resource(SPEC_URI, resource)
 
 
+def _content_schema(
+    validator: Validator, content_schema: Any, instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
+    """Assert `contentSchema` on JSON-encoded strings (an annotation in plain 2020-12).
+
+    The SSE `itemSchema` carries each chunk as a JSON string in `data`; without this keyword
+    a validator would accept any string there.
+    """
+    if schema.get("contentMediaType") != "application/json" or not isinstance(instance, str):
+        return
+    try:
+        decoded = json.loads(instance)
+    except ValueError as exc:
+        yield ValidationError(f"{instance[:60]!r} is not JSON ({exc})")
+        return
+    yield from validator.descend(decoded, content_schema)
+
+
+TitoValidator = validators.extend(Draft202012Validator, {"contentSchema": _content_schema})
+"""Draft 2020-12 plus an asserting `contentSchema` for `contentMediaType: application/json`."""
+
+
 @cache
 def schema_validator(pointer: str) -> Validator:
     """A JSON Schema validator for the schema at `pointer` (e.g. `#/components/schemas/X`)."""
     if not pointer.startswith("#/"):
         pointer = f"#/components/schemas/{pointer}"
-    return Draft202012Validator({"$ref": SPEC_URI + pointer}, registry=registry())
+    validator: Validator = TitoValidator({"$ref": SPEC_URI + pointer}, registry=registry())
+    return validator
+
+
+def sse_event_validator(
+    path: str = "/inference/v1/generate", method: str = "post", status: int | str = 200
+) -> Validator:
+    """The validator of one SSE event (`{"data": ..., "event"?: ...}`) of a streamed answer.
+
+    It checks the OpenAPI 3.2 `itemSchema`, including the JSON inside `data`.
+    """
+    found = media_schema(path, method, status, SSE_MEDIA_TYPE)
+    if found is None or "itemSchema" not in found[1]:
+        raise KeyError(f"no {SSE_MEDIA_TYPE} itemSchema for {method.upper()} {path} {status}")
+    pointer, _ = found
+    return schema_validator(f"{pointer}/content/{_escape(SSE_MEDIA_TYPE)}/itemSchema")
 
 
 def media_schema(
     path: str, method: str, status: int | str, media_type: str = "application/json"
 ) -> tuple[str, dict[str, Any]] | None:
-    """The JSON pointer and media-type object documented for one response, if any.
+    """The JSON pointer of the response object and its media-type object, if documented.
 
-    For `text/event-stream` the object carries `itemSchema` (OpenAPI 3.2): one event.
+    A `$ref`'d response yields the pointer of the component it names, so
+    `pointer + "/content/<escaped media type>/schema"` always resolves. For
+    `text/event-stream` the media-type object carries `itemSchema` (OpenAPI 3.2): one event.
     """
     operation = load_spec()["paths"].get(path, {}).get(method.lower())
     if operation is None:
@@ -76,14 +120,18 @@ def media_schema(
     response = responses.get(key, responses.get("default"))
     if response is None:
         return None
+    pointer = f"#/paths/{_escape(path)}/{method.lower()}/responses/{key}"
     if "$ref" in response:
-        ref = response["$ref"]
-        response = _resolve(ref)
+        pointer = response["$ref"]
+        response = _resolve(pointer)
     content = response.get("content", {})
     if media_type not in content:
         return None
-    escaped = path.replace("~", "~0").replace("/", "~1")
-    return f"#/paths/{escaped}/{method.lower()}/responses/{key}", content[media_type]
+    return pointer, content[media_type]
+
+
+def _escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
 
 
 def _resolve(ref: str) -> dict[str, Any]:

@@ -1,0 +1,145 @@
+"""The spec itself: a valid OpenAPI 3.2 document, shipped in the package, readable by tools."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from openapi_spec_validator.validation import OpenAPIV32SpecValidator
+
+import openapi
+from tests.captures import FIXTURES
+
+OPERATIONS = 13
+REQUIRED_SCHEMAS = [
+    "GenerateRequest",
+    "SamplingParams",
+    "StreamOptions",
+    "GenerateResponse",
+    "GenerateTokensResponse",
+    "GenerateTextResponse",
+    "GenerateTokensChoice",
+    "GenerateTextChoice",
+    "GenerateLogProbs",
+    "ChatCompletionLogProbs",
+    "WeightVersionSpan",
+    "Usage",
+    "PromptLogprobs",
+    "GenerateStreamChunk",
+    "GenerateUsageChunk",
+    "GenerateStreamEvent",
+    "StreamErrorEvent",
+    "ErrorResponse",
+    "UnauthorizedError",
+    "NotFoundDetail",
+    "MethodNotAllowed",
+    "AbortRequest",
+]
+PROFILES = {"scale-out", "tokens-only", "disabled", "dev-mode"}
+PROFILE_VALUES = {"served", "forbidden-403", "not-registered-404", "dev-semantics"}
+
+
+def _operations() -> Iterator[tuple[str, str, dict[str, Any]]]:
+    for path, item in openapi.load_spec()["paths"].items():
+        for method, operation in item.items():
+            if method in {"get", "post", "put", "patch", "delete"}:
+                yield path, method, operation
+
+
+def _refs(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                yield value
+            else:
+                yield from _refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _refs(value)
+
+
+def test_spec_is_valid_openapi_3_2() -> None:
+    spec = openapi.load_spec()
+    assert spec["openapi"] == "3.2.0"
+    errors = [error.message for error in OpenAPIV32SpecValidator(spec).iter_errors()]
+    assert errors == []
+
+
+def test_spec_ships_inside_the_package() -> None:
+    path = openapi.spec_path()
+    assert path.is_file()
+    assert path.parent == Path(openapi.__file__).parent
+
+
+@pytest.mark.parametrize("ref", sorted(set(_refs(openapi.load_spec()))))
+def test_every_ref_resolves(ref: str) -> None:
+    assert ref.startswith("#/"), "refs stay inside the document"
+    resolved = openapi.registry().resolver().lookup(openapi.SPEC_URI + ref).contents
+    assert isinstance(resolved, dict)
+
+
+@pytest.mark.parametrize("name", REQUIRED_SCHEMAS)
+def test_named_schema_exists(name: str) -> None:
+    schema = openapi.load_spec()["components"]["schemas"][name]
+    assert schema.get("description")
+    assert schema.get("examples")
+
+
+def test_operation_count() -> None:
+    assert len(list(_operations())) == OPERATIONS
+
+
+@pytest.mark.parametrize(("path", "method"), [(p, m) for p, m, _ in _operations()])
+def test_operation_metadata(path: str, method: str) -> None:
+    operation = openapi.load_spec()["paths"][path][method]
+    assert operation["operationId"]
+    assert "security" in operation, "every operation says whether it needs the API key"
+    profiles = operation["x-tito-profiles"]
+    assert set(profiles) == PROFILES
+    assert set(profiles.values()) <= PROFILE_VALUES
+    assert "422" not in operation["responses"], "vLLM answers 400, never 422"
+    if profiles["disabled"] == "forbidden-403":
+        assert "403" in operation["responses"]
+
+
+def test_schemathesis_loads_the_spec() -> None:
+    schemathesis = pytest.importorskip("schemathesis")
+    schema = schemathesis.openapi.from_path(str(openapi.spec_path()))
+    assert sum(1 for _ in schema.get_all_operations()) == OPERATIONS
+
+
+def _response(content: bytes, content_type: str) -> httpx.Response:
+    request = httpx.Request("POST", "http://127.0.0.1/inference/v1/generate")
+    response = httpx.Response(200, headers={"content-type": content_type}, content=content)
+    response.request = request
+    response.read()
+    response.elapsed = datetime.timedelta(0)
+    return response
+
+
+def test_schemathesis_validates_a_captured_stream() -> None:
+    """schemathesis reads the 3.2 `itemSchema`, accepts `[DONE]` and rejects a bad chunk."""
+    schemathesis = pytest.importorskip("schemathesis")
+    operation = schemathesis.openapi.from_path(str(openapi.spec_path()))["/inference/v1/generate"][
+        "POST"
+    ]
+    raw = (FIXTURES / "stream_include_usage.sse").read_bytes()
+    sse = "text/event-stream; charset=utf-8"
+    assert operation.is_valid_response(_response(raw, sse))
+    broken = raw.replace(b'"token_ids":[1903]', b'"token_ids":["x"]')
+    assert not operation.is_valid_response(_response(broken, sse))
+    no_sentinel = raw.replace(b"data: [DONE]", b"data: [NOPE]")
+    assert not operation.is_valid_response(_response(no_sentinel, sse))
+
+
+def test_sse_event_validator_checks_the_json_inside_data() -> None:
+    validator = openapi.sse_event_validator()
+    assert validator.is_valid({"data": "[DONE]"})
+    error = '{"error": {"message": "x", "type": "InternalServerError", "param": null, "code": 500}}'
+    assert validator.is_valid({"data": error})
+    assert not validator.is_valid({"data": "{}"})
+    assert not validator.is_valid({"data": "not json"})
