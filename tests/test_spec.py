@@ -143,3 +143,123 @@ def test_sse_event_validator_checks_the_json_inside_data() -> None:
     assert validator.is_valid({"data": error})
     assert not validator.is_valid({"data": "{}"})
     assert not validator.is_valid({"data": "not json"})
+
+
+BASE_REQUEST: dict[str, Any] = {"token_ids": [321, 608, 78], "sampling_params": {"max_tokens": 2}}
+NULL_REJECTED_SAMPLING = [
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_tokens",
+    "n",
+    "ignore_eos",
+    "include_stop_str_in_output",
+    "skip_special_tokens",
+    "detokenize",
+]
+NULL_REJECTED_TOP = ["request_id", "priority", "output_mode"]
+NULL_ACCEPTED_SAMPLING = ["max_tokens", "seed", "logprobs", "prompt_logprobs", "stop"]
+NULL_ACCEPTED_TOP = [
+    "features",
+    "content_parts",
+    "cache_salt",
+    "kv_transfer_params",
+    "ec_transfer_params",
+    "model",
+    "stream",
+    "stream_options",
+    "return_token_ids",
+]
+
+
+def _request(top: dict[str, Any] | None = None, **sampling: Any) -> dict[str, Any]:
+    body = {**BASE_REQUEST, **(top or {})}
+    body["sampling_params"] = {**BASE_REQUEST["sampling_params"], **sampling}
+    return body
+
+
+def _valid(body: dict[str, Any]) -> bool:
+    return bool(openapi.schema_validator("GenerateRequest").is_valid(body))
+
+
+@pytest.mark.parametrize("field", NULL_REJECTED_SAMPLING)
+def test_null_rejected_in_sampling_params(field: str) -> None:
+    """vLLM 0.32 answers 400 for these nulls (vllm-cpu.md)."""
+    assert not _valid(_request(**{field: None}))
+
+
+@pytest.mark.parametrize("field", NULL_REJECTED_TOP)
+def test_null_rejected_at_top_level(field: str) -> None:
+    assert not _valid(_request({field: None}))
+
+
+@pytest.mark.parametrize("field", NULL_ACCEPTED_SAMPLING)
+def test_null_accepted_in_sampling_params(field: str) -> None:
+    assert _valid(_request(**{field: None}))
+
+
+@pytest.mark.parametrize("field", NULL_ACCEPTED_TOP)
+def test_null_accepted_at_top_level(field: str) -> None:
+    assert _valid(_request({field: None}))
+
+
+@pytest.mark.parametrize(
+    ("body", "valid"),
+    [
+        (_request({"not_a_field": 1}), True),
+        (_request(not_a_param=1), True),
+        (_request(logprobs=20), True),
+        (_request(logprobs=-1), True),
+        (_request(logprobs=21), False),
+        (_request(logprobs=-2), False),
+        (_request(max_tokens=0), False),
+        (_request(temperature=2.0), True),
+        (_request(temperature=2.1), False),
+        (_request(top_p=0), False),
+        (_request(top_p=1), True),
+        (_request(top_k=-1), True),
+        (_request(top_k=-2), False),
+        (_request(stop=[""]), False),
+        (_request({"token_ids": [0]}), True),
+        (_request({"token_ids": []}), False),
+        (_request({"token_ids": [-1]}), False),
+        (_request({"output_mode": "text"}), True),
+        (_request({"output_mode": "text"}, detokenize=False), False),
+        (_request({"output_mode": "tokens"}, detokenize=False), True),
+        (
+            _request({"features": {"mm_hashes": {}}, "content_parts": [{"type": "image_url"}]}),
+            False,
+        ),
+        (_request({"features": {"mm_hashes": {}}, "content_parts": None}), True),
+        (_request({"features": None, "content_parts": [{"type": "image_url"}]}), True),
+        (_request({"features": {"mm_hashes": {}}, "content_parts": []}), True),
+        (_request({"cache_salt": "a" * 128}), True),
+        (_request({"cache_salt": "a" * 129}), False),
+        (_request({"cache_salt": "a/b"}), False),
+    ],
+)
+def test_request_rules(body: dict[str, Any], valid: bool) -> None:
+    assert _valid(body) is valid
+
+
+def test_response_without_output_mode_parses_as_tokens() -> None:
+    """"Older servers don't return it": such a response is a tokens response."""
+    choice = {"index": 0, "finish_reason": "length", "stop_reason": None, "token_ids": [9, 11]}
+    body = {
+        "request_id": "generate-tokens-42",
+        "usage": {"prompt_tokens": 3, "total_tokens": 5, "completion_tokens": 2},
+        "prompt_token_ids": None,
+        "prompt_logprobs": None,
+        "choices": [{**choice, "logprobs": None}],
+    }
+    assert openapi.schema_validator("GenerateResponse").is_valid(body)
+    assert openapi.schema_validator("GenerateTokensResponse").is_valid(body)
+    assert not openapi.schema_validator("GenerateTextResponse").is_valid(body)
+
+
+def test_legacy_placeholder_logprobs_are_rejected() -> None:
+    """The document: "`token_id` is an integer, not the older `"token_id:<id>"` string"."""
+    top = {"token": "token_id:262", "logprob": -1.5, "bytes": None}
+    legacy = {"content": [{**top, "top_logprobs": [top]}]}
+    assert not openapi.schema_validator("GenerateLogProbs").is_valid(legacy)
+    assert openapi.schema_validator("ChatCompletionLogProbs").is_valid(legacy)
