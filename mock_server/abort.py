@@ -1,0 +1,81 @@
+"""Abort endpoints: /inference/v1/abort_requests, legacy /abort_requests, dev-mode abort-all."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mock_server.asgi import Disconnected, Receive, Scope, Send, read_body, send_bytes, send_json
+from mock_server.errors import ApiError, http_error
+from mock_server.gating import send_disabled, send_error
+from mock_server.state import AppState
+
+
+def _ids(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, str)]
+    return []
+
+
+class AbortEndpoint:
+    """vLLM's TITO abort handler: no content-type check, empty 200, background abort."""
+
+    def __init__(self, state: AppState) -> None:
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        cfg = self.state.config
+        if not cfg.scale_out:
+            await send_disabled(send, cfg)
+            return
+        try:
+            raw = await read_body(scope, receive, cfg.mock_max_body_bytes)
+            try:
+                body = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise http_error(400, f"JSON decode error: {exc}") from None
+            if not isinstance(body, dict):
+                # real vLLM answers 500 here (AttributeError); the mock refuses bad input cleanly
+                raise http_error(400, "Request body must be a JSON object")
+            ids = body.get("request_ids")
+            if ids is None and not cfg.has_defect("abort-missing-ids-200"):
+                raise http_error(400, "Missing 'request_ids' in request body")
+        except Disconnected:
+            return
+        except ApiError as err:
+            await send_error(send, cfg, err)
+            return
+        self.state.engine.abort(_ids(ids))
+        await send_bytes(send, 200, b"", content_type=None)
+
+
+class DevAbortEndpoint:
+    """VLLM_SERVER_DEV_MODE=1 /abort_requests: missing or empty request_ids aborts everything."""
+
+    def __init__(self, state: AppState) -> None:
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            raw = await read_body(scope, receive, self.state.config.mock_max_body_bytes)
+        except Disconnected:
+            return
+        except ApiError as err:
+            await send_error(send, self.state.config, err)
+            return
+        body: Any = {}
+        if raw.strip():
+            try:
+                body = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                await send_json(send, 400, {"error": "Invalid JSON format"})
+                return
+        if not isinstance(body, dict):
+            await send_json(send, 400, {"error": "Request body must be a JSON object"})
+            return
+        ids = _ids(body.get("request_ids"))
+        engine = self.state.engine
+        count = engine.abort(ids) if ids else engine.abort_all()
+        await send_json(send, 200, {"status": "aborted", "aborted": count})

@@ -1,0 +1,87 @@
+"""The ASGI application: routing, middleware and the small informational endpoints."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from mock_server.abort import AbortEndpoint, DevAbortEndpoint
+from mock_server.auth import AuthMiddleware
+from mock_server.config import MockConfig
+from mock_server.dev import dev_endpoints
+from mock_server.engine import Engine
+from mock_server.generate import GenerateEndpoint
+from mock_server.render import render_routes
+from mock_server.state import AppState
+
+VERSION = "0.32.0"
+
+
+async def _http_exception(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+
+
+def create_app(config: MockConfig) -> Starlette:
+    """A pure ASGI app; streaming and disconnects also work over httpx.ASGITransport."""
+    state = AppState(config=config, engine=Engine(config))
+
+    async def health(request: Request) -> Response:
+        return Response(status_code=200)
+
+    async def stats(request: Request) -> JSONResponse:
+        return JSONResponse(state.engine.stats())
+
+    async def version(request: Request) -> JSONResponse:
+        return JSONResponse({"version": VERSION})
+
+    async def models(request: Request) -> JSONResponse:
+        now = int(time.time())
+        data: list[dict[str, Any]] = [
+            {
+                "id": name,
+                "object": "model",
+                "created": now,
+                "owned_by": "vllm",
+                "root": name,
+                "parent": None,
+                "max_model_len": config.max_model_len,
+                "permission": [],
+            }
+            for name in config.served_model_name
+        ]
+        return JSONResponse({"object": "list", "data": data})
+
+    routes: list[Route] = [
+        Route("/health", health, methods=["GET"]),
+        Route("/mock/stats", stats, methods=["GET"]),
+        Route("/version", version, methods=["GET"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/inference/v1/generate", GenerateEndpoint(state), methods=["POST"]),
+        Route("/inference/v1/abort_requests", AbortEndpoint(state), methods=["POST"]),
+    ]
+    routes += render_routes(state)
+    if config.dev_mode:
+        update, finish, info = dev_endpoints(state)
+        routes += [
+            Route("/abort_requests", DevAbortEndpoint(state), methods=["POST"]),
+            Route("/update_weight_version", update, methods=["POST"]),
+            Route("/finish_weight_update", finish, methods=["POST"]),
+            Route("/weight_info", info, methods=["GET"]),
+        ]
+    elif config.tokens_only or config.has_defect("legacy-abort-everywhere"):
+        routes.append(Route("/abort_requests", AbortEndpoint(state), methods=["POST"]))
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(AuthMiddleware, config=config)],
+        exception_handlers={HTTPException: _http_exception},
+    )
+    app.state.mock = state
+    return app

@@ -1,0 +1,52 @@
+"""vLLM's API-key middleware: Bearer key on /v1, /v2, /inference, /cohere; flat 401 body."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+from mock_server.asgi import ASGIApp, Receive, Scope, Send, header, send_json
+from mock_server.config import MockConfig
+
+GUARDED_PREFIX = ("/v1", "/v2", "/inference", "/cohere")
+
+
+class AuthMiddleware:
+    def __init__(self, app: ASGIApp, config: MockConfig) -> None:
+        self.app = app
+        self.cfg = config
+        self._digests = [hashlib.sha256(k.encode()).digest() for k in config.api_keys]
+
+    def _guarded(self, path: str) -> bool:
+        cfg = self.cfg
+        if path == "/health" and cfg.has_defect("health-guarded"):
+            return True
+        if path == "/inference/v1/abort_requests" and cfg.has_defect("abort-no-auth"):
+            return False
+        if path == "/abort_requests" and cfg.has_defect("legacy-abort-requires-key"):
+            return True
+        return path.startswith(GUARDED_PREFIX)
+
+    def _authorised(self, scope: Scope) -> bool:
+        value = header(scope, "authorization") or ""
+        scheme, _, token = value.partition(" ")
+        if scheme.lower() != "bearer":
+            return False
+        digest = hashlib.sha256(token.strip().encode()).digest()
+        return any(hmac.compare_digest(digest, d) for d in self._digests)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] == "http"
+            and self._digests
+            and scope.get("method") != "OPTIONS"
+            and not self.cfg.has_defect("api-key-unchecked")
+            and self._guarded(scope["path"])
+            and not self._authorised(scope)
+        ):
+            if self.cfg.has_defect("unauthorized-body-wrong"):
+                await send_json(send, 401, {"detail": "Not authenticated"})
+            else:
+                await send_json(send, 401, {"error": "Unauthorized"})
+            return
+        await self.app(scope, receive, send)

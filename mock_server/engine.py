@@ -1,0 +1,215 @@
+"""Request lifecycle: capacity queueing, abort registry, weight labels, stats, timing."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import secrets
+from collections import Counter, deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from mock_server.config import MockConfig
+from mock_server.model import ToyModel
+from mock_server.request import GenerateRequest
+from mock_server.sequence import Sampler, Sequence
+from mock_server.tokenizer import Tokenizer
+
+
+@dataclass
+class Job:
+    """One admitted generate request (all its n sequences)."""
+
+    request_id: str
+    req: GenerateRequest
+    max_tokens: int
+    abort_after: int | None = None
+    sequences: list[Sequence] = field(default_factory=list)
+    aborted: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def abort(self) -> None:
+        self.aborted.set()
+
+
+@dataclass
+class Event:
+    """New output of one sequence: its new tokens (by record offset) and whether it ended."""
+
+    seq: Sequence
+    start: int
+    finished: bool
+
+
+class Scheduler:
+    """At most max_num_seqs sequences run at once; the rest wait in FIFO order."""
+
+    def __init__(self, capacity: int) -> None:
+        self.free = capacity
+        self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
+
+    async def acquire(self, n: int, aborted: asyncio.Event) -> bool:
+        if not self._waiters and self.free >= n:
+            self.free -= n
+            return True
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (n, fut)
+        self._waiters.append(entry)
+        abort_wait = asyncio.ensure_future(aborted.wait())
+        try:
+            await asyncio.wait({fut, abort_wait}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            abort_wait.cancel()
+        if fut.done() and not fut.cancelled():
+            return True
+        if entry in self._waiters:
+            self._waiters.remove(entry)
+        fut.cancel()
+        return False
+
+    def release(self, n: int) -> None:
+        self.free += n
+        while self._waiters and self.free >= self._waiters[0][0]:
+            need, fut = self._waiters.popleft()
+            self.free -= need
+            fut.set_result(None)
+
+    @property
+    def queued(self) -> int:
+        return len(self._waiters)
+
+
+class Engine:
+    def __init__(self, config: MockConfig) -> None:
+        self.cfg = config
+        self.tokenizer = Tokenizer(config.mock_vocab_size)
+        self.model = ToyModel(config.mock_vocab_size, self.tokenizer.eos_id, config.seed)
+        self.scheduler = Scheduler(config.max_num_seqs)
+        self.weight_version = "default"
+        self._rng = random.Random(config.seed)
+        self._jobs: dict[str, list[Job]] = {}
+        self.received = 0
+        self.in_flight = 0
+        self.aborted = 0
+        self.finished: Counter[str] = Counter()
+        self.dead = False
+
+    # -- bookkeeping -------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        return {
+            "received": self.received,
+            "in_flight": self.in_flight,
+            "queued": self.scheduler.queued,
+            "finished": {"stop": 0, "length": 0, "abort": 0, **self.finished},
+            "aborted": self.aborted,
+        }
+
+    def set_weight_version(self, label: str) -> None:
+        if not self.cfg.has_defect("weight-versions-not-reset"):
+            self.weight_version = label
+
+    def new_request_id(self) -> str:
+        return secrets.token_hex(8)
+
+    def abort(self, request_ids: list[str]) -> int:
+        """Abort every running request carrying one of the ids; unknown ids are ignored."""
+        if self.cfg.has_defect("abort-ignored"):
+            return 0
+        count = 0
+        for rid in request_ids:
+            for job in self._jobs.get(rid, []):
+                if not job.aborted.is_set():
+                    job.abort()
+                    count += 1
+        return count
+
+    def abort_all(self) -> int:
+        return self.abort(list(self._jobs))
+
+    def _rng_for(self, req: GenerateRequest, index: int) -> random.Random:
+        seed = req.sampling.seed
+        if seed is None or self.cfg.has_defect("seed-ignored"):
+            return random.Random(self._rng.getrandbits(64))
+        return random.Random(f"{seed}:{index}")
+
+    # -- generation --------------------------------------------------------------------
+    async def run(self, job: Job) -> AsyncIterator[Event]:
+        """Drive one job; yields per-sequence events; always finishes every sequence."""
+        req, cfg = job.req, self.cfg
+        n = 1 if cfg.has_defect("n-ignored") else req.sampling.n
+        want_text = req.output_mode == "text" and cfg.has_tokenizer
+        samplers = [
+            Sampler(
+                cfg,
+                self.model,
+                self.tokenizer,
+                req.sampling,
+                req.token_ids,
+                self._rng_for(req, i),
+                job.max_tokens,
+                want_text,
+            )
+            for i in range(n)
+        ]
+        for i, sampler in enumerate(samplers):
+            job.sequences.append(Sequence(index=i, detok=sampler.new_detokenizer()))
+        self._jobs.setdefault(job.request_id, []).append(job)
+        self.in_flight += 1
+        admitted = False
+        try:
+            admitted = await self.scheduler.acquire(n, job.aborted)
+            if admitted and cfg.mock_ttft_ms > 0:
+                await _sleep_or_abort(cfg.mock_ttft_ms / 1000, job.aborted)
+            active = list(zip(job.sequences, samplers, strict=True)) if admitted else []
+            step = 0
+            itl = cfg.mock_itl_ms / 1000
+            if job.abort_after is not None and job.abort_after <= 0:
+                job.abort()
+            while admitted and active:
+                if job.aborted.is_set():
+                    break
+                if step > 0:
+                    if itl > 0:
+                        await _sleep_or_abort(itl, job.aborted)
+                        if job.aborted.is_set():
+                            break
+                    else:
+                        await asyncio.sleep(0)
+                step += 1
+                still = []
+                for seq, sampler in active:
+                    start = len(seq.records)
+                    sampler.step(seq, self.weight_version)
+                    done = seq.finish_reason is not None
+                    yield Event(seq, start, done)
+                    if not done:
+                        still.append((seq, sampler))
+                active = still
+                if job.abort_after is not None and step >= job.abort_after and active:
+                    job.abort()
+            active_seqs = [seq for seq in job.sequences if seq.finish_reason is None]
+            for seq in active_seqs:
+                seq.finish_reason = "abort"
+                yield Event(seq, len(seq.records), True)
+        finally:
+            if admitted:
+                self.scheduler.release(n)
+            self.in_flight -= 1
+            jobs = self._jobs.get(job.request_id, [])
+            if job in jobs:
+                jobs.remove(job)
+            if not jobs:
+                self._jobs.pop(job.request_id, None)
+            for seq in job.sequences:
+                self.finished[seq.finish_reason or "abort"] += 1
+            if any(seq.finish_reason == "abort" for seq in job.sequences):
+                self.aborted += 1
+
+
+async def _sleep_or_abort(seconds: float, aborted: asyncio.Event) -> None:
+    if aborted.is_set():
+        return
+    try:
+        await asyncio.wait_for(aborted.wait(), timeout=seconds)
+    except TimeoutError:
+        pass

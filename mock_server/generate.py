@@ -1,0 +1,170 @@
+"""POST /inference/v1/generate."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from mock_server import checks
+from mock_server.asgi import (
+    Disconnected,
+    Receive,
+    Scope,
+    Send,
+    cancel,
+    header,
+    read_body,
+    send_bytes,
+    wait_disconnect,
+)
+from mock_server.engine import Job
+from mock_server.errors import ApiError, ValidationFailure, validation_item
+from mock_server.gating import send_disabled, send_error
+from mock_server.logprobs import LogprobsRenderer, prompt_logprobs
+from mock_server.payloads import Builder
+from mock_server.request import GenerateRequest, parse_generate
+from mock_server.state import AppState
+from mock_server.streaming import stream_job, stream_single_error
+
+UNSUPPORTED_MEDIA = (
+    "1 validation error:\n  Unsupported Media Type: Only 'application/json' is allowed"
+)
+ENGINE_DEAD = "EngineCore encountered an issue. See stack trace (above) for the root cause."
+
+
+def parse_json(raw: bytes) -> Any:
+    """The body as JSON, or FastAPI's json_invalid error."""
+    if not raw.strip():
+        raise ValidationFailure([validation_item("missing", "body", "Field required", None)])
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        loc = f"body.{exc.pos}"
+        item = validation_item("json_invalid", loc, "JSON decode error", {}, {"error": exc.msg})
+        raise ValidationFailure([item]) from None
+    except UnicodeDecodeError:
+        item = validation_item(
+            "json_invalid", "body.0", "JSON decode error", {}, {"error": "Invalid UTF-8"}
+        )
+        raise ValidationFailure([item]) from None
+
+
+def is_json_media(scope: Scope) -> bool:
+    content_type = (header(scope, "content-type") or "").lower()
+    return content_type.split(";", 1)[0].strip() == "application/json"
+
+
+class GenerateEndpoint:
+    def __init__(self, state: AppState) -> None:
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        cfg = self.state.config
+        try:
+            await self._handle(scope, receive, send)
+        except Disconnected:
+            return
+        except ApiError as err:
+            await send_error(send, cfg, err)
+        except ValidationFailure as failure:
+            await send_error(send, cfg, failure.to_api_error())
+
+    async def _read_request(self, scope: Scope, receive: Receive) -> GenerateRequest:
+        cfg = self.state.config
+        if not is_json_media(scope) and not cfg.has_defect("wrong-content-type-accepted"):
+            raise ApiError(400, UNSUPPORTED_MEDIA, "Bad Request")
+        raw = await read_body(scope, receive, cfg.mock_max_body_bytes)
+        try:
+            body = parse_json(raw)
+        except ValidationFailure:
+            if cfg.has_defect("invalid-json-500"):
+                raise ApiError(500, "Internal Server Error", "InternalServerError") from None
+            raise
+        return parse_generate(body, cfg)
+
+    async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        state, cfg = self.state, self.state.config
+        engine = state.engine
+        if not cfg.scale_out:
+            if cfg.has_defect("disabled-validates-first"):
+                await self._read_request(scope, receive)
+            await send_disabled(send, cfg)
+            return
+        if engine.dead:
+            raise ApiError(500, ENGINE_DEAD, "InternalServerError")
+        engine.received += 1
+        forced = header(scope, "x-mock-return-error")
+        if forced is not None and forced.strip().isdigit():
+            status = int(forced.strip())
+            raise ApiError(status, f"Injected by X-Mock-Return-Error: {status}")
+        if cfg.has_defect("hang-generate"):
+            await wait_disconnect(receive)
+            return
+        req = await self._read_request(scope, receive)
+        checks.serving_checks(req, cfg)
+        rank = checks.dp_rank(scope, cfg)
+        try:
+            checks.engine_checks(req, cfg, rank)
+        except ApiError as err:
+            if req.stream and err.engine_side and not cfg.has_defect("stream-error-as-http"):
+                await stream_single_error(send, cfg, err)
+                return
+            raise
+        if max(req.token_ids, default=0) >= cfg.mock_vocab_size:  # oov-token-500
+            raise_after = ApiError(500, ENGINE_DEAD, "InternalServerError")
+            await send_error(send, cfg, raise_after)
+            state.die()
+            return
+        job = self._new_job(scope, req)
+        lp = LogprobsRenderer(cfg, engine.tokenizer, req.output_mode)
+        builder = Builder(cfg, job, lp, req.model or cfg.model_name)
+        gone = asyncio.Event()
+        watcher = asyncio.ensure_future(self._watch(receive, job, gone))
+        try:
+            if req.stream:
+                await stream_job(send, cfg, engine, job, builder, gone)
+                return
+            async for _ in engine.run(job):
+                pass
+        finally:
+            cancel(watcher)
+        if gone.is_set():
+            return
+        plp = None
+        if req.sampling.prompt_logprobs is not None:
+            plp = prompt_logprobs(
+                cfg, engine.model, engine.tokenizer, req.token_ids, req.sampling.prompt_logprobs
+            )
+        body = builder.full(plp)
+        if cfg.has_defect("garbage-json"):
+            await send_bytes(send, 200, b'<html>502 upstream hiccup</html>{"choices":')
+            return
+        data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+        await send_bytes(send, 200, data)
+
+    def _new_job(self, scope: Scope, req: GenerateRequest) -> Job:
+        cfg, engine = self.state.config, self.state.engine
+        hdr = header(scope, "x-request-id")
+        if cfg.has_defect("request-id-body-wins"):
+            base = req.request_id or hdr
+        else:
+            base = hdr if hdr is not None else req.request_id
+        if base is None:
+            base = engine.new_request_id()
+        abort_after = None
+        raw = header(scope, "x-mock-abort-after-tokens")
+        if raw is not None and raw.strip().isdigit():
+            abort_after = int(raw.strip())
+        return Job(
+            request_id="generate-tokens-" + base,
+            req=req,
+            max_tokens=checks.effective_max_tokens(req, cfg),
+            abort_after=abort_after,
+        )
+
+    async def _watch(self, receive: Receive, job: Job, gone: asyncio.Event) -> None:
+        await wait_disconnect(receive)
+        gone.set()
+        if not self.state.config.has_defect("disconnect-no-abort"):
+            job.abort()

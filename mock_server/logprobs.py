@@ -1,0 +1,101 @@
+"""The three logprobs shapes vLLM has sent on generate, and prompt_logprobs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mock_server.config import MockConfig
+from mock_server.model import ToyModel
+from mock_server.sequence import TokenRecord
+from mock_server.tokenizer import Tokenizer
+
+
+class LogprobsRenderer:
+    """Picks the shape once per request: tokens (integer ids), text, or legacy strings."""
+
+    def __init__(self, config: MockConfig, tokenizer: Tokenizer, output_mode: str) -> None:
+        self.cfg = config
+        self.tok = tokenizer
+        text = output_mode == "text" and config.has_tokenizer
+        if text and config.has_defect("text-logprobs-tokens-shape"):
+            text = False
+        self.shape = "text" if text else "tokens"
+        if self.shape == "tokens" and (
+            config.mock_logprobs_format == "legacy" or config.has_defect("logprobs-legacy-token-id")
+        ):
+            self.shape = "legacy"
+        self.positive = config.has_defect("logprobs-positive")
+        self.rank_one = config.has_defect("rank-wrong")
+        self.sorted_top = config.has_defect("top-logprobs-sampled-not-first")
+        self.wrong_count = config.has_defect("top-logprobs-wrong-count")
+        self.bytes = not config.has_defect("text-no-bytes")
+
+    def _value(self, logprob: float) -> float:
+        return abs(logprob) if self.positive else logprob
+
+    def _entry(self, token_id: int, rank: int, logprob: float) -> dict[str, Any]:
+        if self.shape == "tokens":
+            return {
+                "token_id": token_id,
+                "logprob": self._value(logprob),
+                "rank": 1 if self.rank_one else rank,
+            }
+        if self.shape == "legacy" or self.cfg.return_tokens_as_token_ids:
+            out: dict[str, Any] = {"token": f"token_id:{token_id}", "logprob": self._value(logprob)}
+            if self.bytes:
+                out["bytes"] = None
+            return out
+        text = self.tok.token_text(token_id)
+        out = {"token": text, "logprob": self._value(logprob)}
+        if self.bytes:
+            out["bytes"] = list(text.encode("utf-8", errors="replace"))
+        return out
+
+    def content(self, records: list[TokenRecord], k: int) -> list[dict[str, Any]]:
+        out = []
+        for rec in records:
+            top = rec.top
+            if self.sorted_top:
+                top = sorted(top, key=lambda t: t[1])
+            if self.wrong_count:
+                extra = (rec.token_id + 1, rec.rank + 1, rec.logprob)
+                top = [] if k == 0 else [*top, extra]
+            entry = self._entry(rec.token_id, rec.rank, rec.logprob)
+            entry["top_logprobs"] = [self._entry(t, r, lp) for t, r, lp in top]
+            out.append(entry)
+        return out
+
+
+def prompt_logprobs(
+    config: MockConfig,
+    model: ToyModel,
+    tokenizer: Tokenizer,
+    prompt: list[int],
+    k: int,
+) -> list[dict[str, dict[str, Any]] | None]:
+    """`[null, {"<id>": {logprob, rank, decoded_token}}, ...]`: the actual token first."""
+    decode = config.has_tokenizer
+    want = k if k >= 0 else model.vocab_size
+
+    def item(token_id: int, rank: int) -> dict[str, Any]:
+        return {
+            "logprob": model.logprob_of_rank(rank),
+            "rank": rank,
+            "decoded_token": tokenizer.token_text(token_id) if decode else None,
+        }
+
+    out: list[dict[str, dict[str, Any]] | None] = []
+    if not config.has_defect("prompt-logprobs-no-leading-null"):
+        out.append(None)
+    else:
+        out.append({str(prompt[0]): item(prompt[0], 1)})
+    for i in range(1, len(prompt)):
+        ctx = model.context_for(prompt[max(0, i - 2) : i])
+        actual = prompt[i]
+        rank = ctx.rank_of(actual)
+        entry = {str(actual): item(actual, rank)}
+        for r in range(1, want + 1):
+            token = ctx.token_at(r)
+            entry.setdefault(str(token), item(token, r))
+        out.append(entry)
+    return out

@@ -1,0 +1,146 @@
+"""A deterministic toy language model whose whole distribution is known exactly.
+
+For each context (the last two tokens) the model is a permutation of the vocabulary onto
+ranks plus one fixed probability per rank, so any token's logprob and its 1-based rank in the
+full vocabulary are O(1): `rank_of(t)` is an affine map modulo V, `token_at(rank)` its inverse.
+The rank probabilities decrease strictly (no ties, so ranks are exact): a head of 16 ranks
+with most of the mass and a slowly decreasing tail over the rest of the vocabulary.
+
+EOS is reachable: in one context out of 8 it is swapped to rank 3, so sampling at temperature 1
+ends with EOS now and then, while greedy decoding (rank 1) never picks EOS.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from functools import lru_cache
+from math import gcd
+
+_MASK = (1 << 64) - 1
+HEAD = 16
+HEAD_DECAY = 0.45
+TAIL_MASS = 0.1
+EOS_RANK = 3
+
+
+def _mix(x: int) -> int:
+    """splitmix64 finaliser: a cheap, well-spread 64-bit hash."""
+    x = (x + 0x9E3779B97F4A7C15) & _MASK
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
+    return x ^ (x >> 31)
+
+
+class Context:
+    """The permutation for one context."""
+
+    __slots__ = ("a", "a_inv", "b", "eos_swap", "eos_natural", "v", "eos")
+
+    def __init__(self, h: int, vocab_size: int, eos: int) -> None:
+        v = vocab_size
+        a = (h >> 20) % v | 1
+        while gcd(a, v) != 1:
+            a = (a + 2) % v
+        self.v = v
+        self.a = a
+        self.a_inv = pow(a, -1, v)
+        self.b = (h >> 3) % v
+        self.eos = eos
+        self.eos_swap = h % 8 == 0
+        self.eos_natural = (a * eos + self.b) % v
+
+    def rank_of(self, token_id: int) -> int:
+        """1-based rank of a token in the full vocabulary."""
+        idx = (self.a * token_id + self.b) % self.v
+        if self.eos_swap:
+            if token_id == self.eos:
+                idx = EOS_RANK - 1
+            elif idx == EOS_RANK - 1:
+                idx = self.eos_natural
+        return idx + 1
+
+    def token_at(self, rank: int) -> int:
+        idx = rank - 1
+        if self.eos_swap:
+            if idx == EOS_RANK - 1:
+                return self.eos
+            if idx == self.eos_natural:
+                idx = EOS_RANK - 1
+        return ((idx - self.b) * self.a_inv) % self.v
+
+
+class ToyModel:
+    def __init__(self, vocab_size: int, eos_id: int, seed: int = 0) -> None:
+        self.vocab_size = vocab_size
+        self.eos_id = eos_id
+        self._seed = _mix(seed)
+        v = vocab_size
+        head = [math.exp(-HEAD_DECAY * r) for r in range(HEAD)]
+        head_sum = sum(head)
+        tail_n = v - HEAD
+        # tail weight w(i) = c * (2 - i / tail_n) for i in 0..tail_n-1, strictly decreasing
+        tail_units = 2 * tail_n - (tail_n - 1) / 2
+        c = TAIL_MASS / (1 - TAIL_MASS) * head_sum / tail_units
+        weights = head + [c * (2 - i / tail_n) for i in range(tail_n)]
+        total = sum(weights)
+        self.probs = [w / total for w in weights]
+        self.logprobs = [math.log(p) for p in self.probs]
+        self._cum = self._cumulative(1.0)
+
+    @lru_cache(maxsize=256)  # noqa: B019 - one model per server; contexts repeat a lot
+    def context(self, t1: int, t2: int) -> Context:
+        h = _mix(self._seed ^ _mix(t1 * 0x100000001B3 + t2))
+        return Context(h, self.vocab_size, self.eos_id)
+
+    def context_for(self, tokens: list[int]) -> Context:
+        t1 = tokens[-2] if len(tokens) > 1 else -1
+        return self.context(t1, tokens[-1] if tokens else -1)
+
+    def logprob_of_rank(self, rank: int) -> float:
+        return self.logprobs[rank - 1]
+
+    @lru_cache(maxsize=8)  # noqa: B019
+    def _cumulative(self, temperature: float) -> list[float]:
+        """Cumulative tempered weights by rank (unnormalised)."""
+        if temperature == 1.0:
+            weights = self.probs
+        else:
+            inv = 1.0 / temperature
+            weights = [p**inv for p in self.probs]
+        out: list[float] = []
+        acc = 0.0
+        for w in weights:
+            acc += w
+            out.append(acc)
+        return out
+
+    def cutoff(self, temperature: float, top_k: int, top_p: float, min_p: float) -> int:
+        """How many top ranks survive top_k / top_p / min_p on the tempered distribution."""
+        v = self.vocab_size
+        limit = top_k if 0 < top_k < v else v
+        cum = self._cumulative(temperature)
+        total = cum[-1]
+        if top_p < 1.0:
+            limit = min(limit, bisect.bisect_left(cum, top_p * total) + 1)
+        if min_p > 0.0:
+            threshold = min_p * cum[0]  # weight of rank 1
+            weights_desc = self._weights_at(temperature)
+            lo, hi = 1, limit
+            while lo < hi:  # largest rank whose weight >= threshold
+                mid = (lo + hi + 1) // 2
+                if weights_desc(mid) >= threshold:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            limit = min(limit, lo)
+        return max(1, limit)
+
+    def _weights_at(self, temperature: float):  # type: ignore[no-untyped-def]
+        cum = self._cumulative(temperature)
+        return lambda rank: cum[rank - 1] - (cum[rank - 2] if rank > 1 else 0.0)
+
+    def sample_rank(self, u: float, temperature: float, limit: int) -> int:
+        """Inverse-CDF sample of a rank in 1..limit for a uniform u in [0, 1)."""
+        cum = self._cumulative(temperature)
+        return min(limit, bisect.bisect_right(cum, u * cum[limit - 1]) + 1)

@@ -1,0 +1,276 @@
+"""Parsing a generate body the way vLLM 0.32's pydantic models and SamplingParams do."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mock_server import coerce as c
+from mock_server.config import MockConfig
+from mock_server.errors import ApiError, ValidationFailure, param_error, validation_item
+
+TOP_LEVEL_KEYS = frozenset(
+    ["request_id", "token_ids", "token_offsets", "features", "content_parts", "sampling_params", "model", "reasoning_ended", "reasoning_parser_kwargs", "return_token_ids", "output_mode", "stream", "stream_options", "cache_salt", "priority", "kv_transfer_params", "ec_transfer_params"]
+)
+SAMPLING_KEYS = frozenset(
+    ["n", "presence_penalty", "frequency_penalty", "repetition_penalty", "temperature", "top_p", "top_k", "min_p", "seed", "stop", "stop_token_ids", "ignore_eos", "max_tokens", "min_tokens", "logprobs", "prompt_logprobs", "prompt_logprob_token_ids", "prompt_logprob_start", "logprob_token_ids", "detokenize", "skip_special_tokens", "spaces_between_special_tokens", "include_stop_str_in_output", "stream_interval", "structured_outputs", "logit_bias", "allowed_token_ids", "bad_words", "extra_args", "thinking_token_budget", "repetition_detection", "routed_experts_prompt_start", "trace_decode_token_ids", "flat_logprobs", "skip_reading_prefix_cache", "skip_clone", "output_kind", "truncate_prompt_tokens", "logits_processors", "guided_decoding"]
+)
+_SALT_BAD = ("@", "/", "\\", "\x00")
+
+
+@dataclass
+class Sampling:
+    n: int = 1
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    min_p: float = 0.0
+    seed: int | None = None
+    stop: list[str] = field(default_factory=list)
+    stop_token_ids: list[int] = field(default_factory=list)
+    ignore_eos: bool = False
+    max_tokens: int | None = None
+    min_tokens: int = 0
+    logprobs: int | None = None
+    prompt_logprobs: int | None = None
+    prompt_logprob_token_ids: Any = None
+    detokenize: bool = True
+    skip_special_tokens: bool = True
+    include_stop_str_in_output: bool = False
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature < 1e-5
+
+
+@dataclass
+class GenerateRequest:
+    token_ids: list[int]
+    sampling: Sampling
+    request_id: str | None = None
+    model: str | None = None
+    output_mode: str = "tokens"
+    stream: bool = False
+    include_usage: bool = False
+    continuous_usage: bool = False
+    return_token_ids: bool = False
+    priority: int = 0
+    kv_transfer_params: Any = None
+    ec_transfer_params: Any = None
+
+
+def _stop_list(value: Any, loc: str, errors: c.Errors) -> list[str] | None:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        out = []
+        for i, item in enumerate(value):
+            s = c.to_str(item, f"{loc}.{i}", errors)
+            if s is not None:
+                out.append(s)
+        return out
+    errors.append(validation_item("list_type", loc, "Input should be a valid list", value))
+    return None
+
+
+def _parse_sampling(sp: dict[str, Any], errors: c.Errors) -> Sampling:
+    loc = "body.sampling_params"
+    s = Sampling()
+    s.n = c.field(sp, "n", c.to_int, loc, errors, 1, nullable=False)
+    s.temperature = c.field(sp, "temperature", c.to_float, loc, errors, 1.0, nullable=False)
+    s.top_p = c.field(sp, "top_p", c.to_float, loc, errors, 1.0, nullable=False)
+    s.top_k = c.field(sp, "top_k", c.to_int, loc, errors, 0, nullable=False)
+    s.min_p = c.field(sp, "min_p", c.to_float, loc, errors, 0.0)
+    s.seed = c.field(sp, "seed", c.to_int, loc, errors, None)
+    s.stop = c.field(sp, "stop", _stop_list, loc, errors, [])
+    s.stop_token_ids = c.field(sp, "stop_token_ids", c.to_int_list, loc, errors, [])
+    s.ignore_eos = c.field(sp, "ignore_eos", c.to_bool, loc, errors, False, nullable=False)
+    s.max_tokens = c.field(sp, "max_tokens", c.to_int, loc, errors, None)
+    s.min_tokens = c.field(sp, "min_tokens", c.to_int, loc, errors, 0, nullable=False)
+    s.logprobs = c.field(sp, "logprobs", c.to_int, loc, errors, None)
+    s.prompt_logprobs = c.field(sp, "prompt_logprobs", c.to_int, loc, errors, None)
+    s.prompt_logprob_token_ids = sp.get("prompt_logprob_token_ids")
+    s.detokenize = c.field(sp, "detokenize", c.to_bool, loc, errors, True, nullable=False)
+    s.skip_special_tokens = c.field(
+        sp, "skip_special_tokens", c.to_bool, loc, errors, True, nullable=False
+    )
+    s.include_stop_str_in_output = c.field(
+        sp, "include_stop_str_in_output", c.to_bool, loc, errors, False, nullable=False
+    )
+    for key in ("presence_penalty", "frequency_penalty", "repetition_penalty"):
+        c.field(sp, key, c.to_float, loc, errors, 0.0)
+    return s
+
+
+def _verify_sampling(s: Sampling, sp: dict[str, Any]) -> None:
+    """SamplingParams._verify_args: VLLMValidationError -> 400 BadRequestError."""
+    if s.n < 1:
+        raise param_error(f"n must be at least 1, got {s.n}.", "n", s.n)
+    for key in ("presence_penalty", "frequency_penalty"):
+        value = sp.get(key)
+        if isinstance(value, int | float) and not -2.0 <= value <= 2.0:
+            raise param_error(f"{key} must be in [-2, 2], got {float(value)}.", key, float(value))
+    rp = sp.get("repetition_penalty")
+    if isinstance(rp, int | float) and not rp > 0:
+        msg = f"repetition_penalty must be a finite number greater than zero, got {float(rp)}."
+        raise param_error(msg, "repetition_penalty", float(rp))
+    if s.temperature < 0:
+        t = s.temperature
+        raise param_error(f"temperature must be non-negative, got {t}.", "temperature", t)
+    if not 0.0 < s.top_p <= 1.0:
+        raise param_error(f"top_p must be in (0, 1], got {s.top_p}.", "top_p", s.top_p)
+    if s.top_k < -1:
+        msg = f"top_k must be 0 (disable), or at least 1, got {s.top_k}."
+        raise param_error(msg, "top_k", s.top_k)
+    if not 0.0 <= s.min_p <= 1.0:
+        raise param_error(f"min_p must be in [0, 1], got {s.min_p}.", "min_p", s.min_p)
+    if s.max_tokens is not None and s.max_tokens < 1:
+        msg = f"max_tokens must be at least 1, got {s.max_tokens}."
+        raise param_error(msg, "max_tokens", s.max_tokens)
+    if s.min_tokens < 0:
+        msg = f"min_tokens must be greater than or equal to 0, got {s.min_tokens}."
+        raise param_error(msg, "min_tokens", s.min_tokens)
+    if s.max_tokens is not None and s.min_tokens > s.max_tokens:
+        msg = f"min_tokens must be less than or equal to max_tokens={s.max_tokens}, got {s.min_tokens}."
+        raise param_error(msg, "min_tokens", s.min_tokens)
+    for key, value in (("logprobs", s.logprobs), ("prompt_logprobs", s.prompt_logprobs)):
+        if value is not None and value < -1:
+            raise param_error(f"{key} must be non-negative or -1, got {value}.", key, value)
+    if any(stop == "" for stop in s.stop):
+        raise param_error("stop cannot contain an empty string.", "stop", s.stop)
+    if s.stop and not s.detokenize:
+        msg = "stop strings are only supported when detokenize is True. Set detokenize=True to use stop."
+        raise param_error(msg, "stop", s.stop)
+    if s.greedy:
+        if s.n > 1:
+            raise param_error(f"n must be 1 when using greedy sampling, got {s.n}.", "n", s.n)
+        s.top_p, s.top_k, s.min_p = 1.0, 0, 0.0
+    elif s.temperature < 0.01:
+        s.temperature = 0.01
+    if s.top_k == -1:
+        s.top_k = 0
+
+
+def parse_generate(body: Any, config: MockConfig) -> GenerateRequest:
+    """Schema checks first (all errors together), then the value checks, as vLLM orders them."""
+    errors: c.Errors = []
+    if not isinstance(body, dict):
+        msg = "Input should be a valid dictionary or object to extract fields from"
+        raise ValidationFailure([validation_item("model_attributes_type", "body", msg, body)])
+    if config.has_defect("unknown-field-rejected"):
+        sp_raw = body.get("sampling_params")
+        extra = [k for k in body if k not in TOP_LEVEL_KEYS]
+        if isinstance(sp_raw, dict):
+            extra += [f"sampling_params.{k}" for k in sp_raw if k not in SAMPLING_KEYS]
+        if extra:
+            msg = "Extra inputs are not permitted"
+            raise ValidationFailure(
+                [validation_item("extra_forbidden", f"body.{k}", msg, None) for k in extra]
+            )
+    token_ids: list[int] | None = None
+    if "token_ids" not in body:
+        errors.append(validation_item("missing", "body.token_ids", "Field required", body))
+    else:
+        token_ids = c.to_int_list(body["token_ids"], "body.token_ids", errors)
+        if (
+            token_ids is not None
+            and not token_ids
+            and not config.has_defect("empty-token-ids-accepted")
+        ):
+            msg = "List should have at least 1 item after validation, not 0"
+            ctx = {"field_type": "List", "min_length": 1, "actual_length": 0}
+            errors.append(validation_item("too_short", "body.token_ids", msg, [], ctx))
+            token_ids = None
+        elif (
+            token_ids
+            and min(token_ids) < 0
+            and not config.has_defect("negative-token-ids-accepted")
+        ):
+            text = "token_ids must not contain negative values"
+            ctx = {"error": ValueError(text)}
+            errors.append(
+                validation_item(
+                    "value_error", "body.token_ids", f"Value error, {text}", body["token_ids"], ctx
+                )
+            )
+    sampling = Sampling()
+    sp = body.get("sampling_params")
+    if "sampling_params" not in body:
+        errors.append(validation_item("missing", "body.sampling_params", "Field required", body))
+        sp = {}
+    elif c.to_dict(sp, "body.sampling_params", errors) is None:
+        sp = {}
+    else:
+        sampling = _parse_sampling(sp, errors)
+    req = GenerateRequest(token_ids=token_ids or [], sampling=sampling)
+    loc = "body"
+    req.request_id = c.field(body, "request_id", c.to_str, loc, errors, None, nullable=False)
+    req.model = c.field(body, "model", c.to_str, loc, errors, None)
+    mode = body.get("output_mode", "tokens")
+    if mode not in ("tokens", "text"):
+        msg = "Input should be 'tokens' or 'text'"
+        ctx = {"expected": "'tokens' or 'text'"}
+        errors.append(validation_item("literal_error", "body.output_mode", msg, mode, ctx))
+    else:
+        req.output_mode = mode
+    req.stream = c.field(body, "stream", c.to_bool, loc, errors, False)
+    opts = body.get("stream_options")
+    if opts is not None and c.to_dict(opts, "body.stream_options", errors) is not None:
+        oloc = "body.stream_options"
+        req.include_usage = c.field(opts, "include_usage", c.to_bool, oloc, errors, False)
+        req.continuous_usage = c.field(
+            opts, "continuous_usage_stats", c.to_bool, oloc, errors, False
+        )
+    req.return_token_ids = c.field(body, "return_token_ids", c.to_bool, loc, errors, False)
+    req.priority = c.field(body, "priority", c.to_int, loc, errors, 0, nullable=False)
+    for key in ("kv_transfer_params", "ec_transfer_params", "features", "reasoning_parser_kwargs"):
+        value = body.get(key)
+        if value is not None:
+            c.to_dict(value, f"body.{key}", errors)
+    req.kv_transfer_params = body.get("kv_transfer_params")
+    req.ec_transfer_params = body.get("ec_transfer_params")
+    parts = body.get("content_parts")
+    if parts is not None and not isinstance(parts, list):
+        msg = "Input should be a valid list"
+        errors.append(validation_item("list_type", "body.content_parts", msg, parts))
+    if not errors:
+        _model_validators(body, req, config, errors)
+    if errors:
+        raise ValidationFailure(errors)
+    salt = body.get("cache_salt")
+    if salt is not None:
+        _check_salt(salt)
+    _verify_sampling(req.sampling, sp)
+    return req
+
+
+def _model_validators(
+    body: dict[str, Any], req: GenerateRequest, config: MockConfig, errors: c.Errors
+) -> None:
+    features, parts = body.get("features"), body.get("content_parts")
+    if features is not None and parts and not config.has_defect("features-content-parts-accepted"):
+        text = "content_parts and features are mutually exclusive"
+        errors.append(
+            validation_item(
+                "value_error", "body", f"Value error, {text}", body, {"error": ValueError(text)}
+            )
+        )
+    if req.output_mode == "text" and not req.sampling.detokenize:
+        text = "output_mode='text' requires sampling_params.detokenize to be true"
+        errors.append(
+            validation_item(
+                "value_error", "body", f"Value error, {text}", body, {"error": ValueError(text)}
+            )
+        )
+
+
+def _check_salt(salt: Any) -> None:
+    if not isinstance(salt, str) or not salt:
+        msg = "Parameter 'cache_salt' must be a non-empty string if provided."
+        raise ApiError(400, f"{msg} (parameter=cache_salt)", "BadRequestError", "cache_salt")
+    if len(salt) > 128 or any(ch in salt for ch in _SALT_BAD):
+        msg = (
+            "Parameter 'cache_salt' must be at most 128 characters and must not contain "
+            "'@', '/', '\\\\', or NUL."
+        )
+        raise ApiError(400, f"{msg} (parameter=cache_salt)", "BadRequestError", "cache_salt")

@@ -1,0 +1,147 @@
+"""One output sequence: sampling from the toy model, stop checks, per-token records."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from mock_server.config import MockConfig
+from mock_server.model import ToyModel
+from mock_server.request import Sampling
+from mock_server.tokenizer import IncrementalDetokenizer, Tokenizer
+
+
+@dataclass
+class TokenRecord:
+    token_id: int
+    rank: int
+    logprob: float
+    top: list[tuple[int, int, float]]  # (token_id, rank, logprob), sampled first
+    version: str
+    support: list[int] | None = None
+
+
+@dataclass
+class Sequence:
+    index: int
+    records: list[TokenRecord] = field(default_factory=list)
+    finish_reason: str | None = None
+    stop_reason: int | str | None = None
+    detok: IncrementalDetokenizer | None = None
+
+    @property
+    def token_ids(self) -> list[int]:
+        return [r.token_id for r in self.records]
+
+
+class Sampler:
+    """Samples one sequence of one request; deterministic for a given rng."""
+
+    def __init__(
+        self,
+        config: MockConfig,
+        model: ToyModel,
+        tokenizer: Tokenizer,
+        sampling: Sampling,
+        prompt: list[int],
+        rng: random.Random,
+        max_tokens: int,
+        want_text: bool,
+    ) -> None:
+        self.cfg = config
+        self.model = model
+        self.tok = tokenizer
+        self.sp = sampling
+        self.context = list(prompt[-2:])
+        self.rng = rng
+        self.max_tokens = max_tokens
+        self.banned = set(sampling.stop_token_ids) | (
+            {tokenizer.eos_id} if not sampling.ignore_eos else set()
+        )
+        self.limit = 1
+        if not sampling.greedy:
+            self.limit = model.cutoff(
+                sampling.temperature, sampling.top_k, sampling.top_p, sampling.min_p
+            )
+        self.want_text = want_text
+
+    def new_detokenizer(self) -> IncrementalDetokenizer | None:
+        if not (self.want_text or (self.sp.stop and self.cfg.has_tokenizer)):
+            return None
+        return IncrementalDetokenizer(
+            self.tok,
+            self.sp.stop,
+            self.sp.include_stop_str_in_output,
+            self.sp.skip_special_tokens and not self.cfg.has_defect("skip-special-ignored"),
+            cut_stop=not self.cfg.has_defect("stop-string-not-cut"),
+        )
+
+    def _pick_rank(self, ctx_rank_token, below_min: bool) -> int:  # type: ignore[no-untyped-def]
+        sp = self.sp
+        if sp.greedy:
+            rank = 2 if self.cfg.has_defect("greedy-not-greedy") else 1
+            while below_min and ctx_rank_token(rank) in self.banned:
+                rank += 1
+            return rank
+        for _ in range(64):
+            rank = self.model.sample_rank(self.rng.random(), sp.temperature, self.limit)
+            if not (below_min and ctx_rank_token(rank) in self.banned):
+                return rank
+        rank = 1
+        while ctx_rank_token(rank) in self.banned:
+            rank += 1
+        return rank
+
+    def step(self, seq: Sequence, version: str) -> None:
+        """Generate one token into `seq` and set its finish state if it ends."""
+        model, sp = self.model, self.sp
+        ctx = model.context_for(self.context)
+        n_done = len(seq.records)
+        below_min = n_done < sp.min_tokens
+        rank = self._pick_rank(ctx.token_at, below_min)
+        token = ctx.token_at(rank)
+        k = sp.logprobs
+        top: list[tuple[int, int, float]] = []
+        if k is not None:
+            want = max(k if k >= 0 else model.vocab_size, 1)
+            top.append((token, rank, model.logprob_of_rank(rank)))
+            r = 1
+            while len(top) < want and r <= model.vocab_size:
+                if r != rank:
+                    top.append((ctx.token_at(r), r, model.logprob_of_rank(r)))
+                r += 1
+        support = None
+        if self.cfg.return_sampling_mask:
+            support = [ctx.token_at(r) for r in range(1, self.limit + 1)]
+        seq.records.append(
+            TokenRecord(token, rank, model.logprob_of_rank(rank), top, version, support)
+        )
+        self.context = [self.context[-1] if self.context else -1, token]
+        self._check_stop(seq, token, n_done + 1)
+
+    def _check_stop(self, seq: Sequence, token: int, count: int) -> None:
+        sp, cfg = self.sp, self.cfg
+        reached_min = count >= sp.min_tokens
+        stop_str = seq.detok.add(token) if seq.detok is not None else None
+        if reached_min and not sp.ignore_eos and token == self.tok.eos_id:
+            seq.finish_reason = "stop"
+            seq.stop_reason = token if cfg.has_defect("eos-stop-reason-set") else None
+            return
+        if (
+            reached_min
+            and token in sp.stop_token_ids
+            and not cfg.has_defect("stop-token-ids-ignored")
+        ):
+            seq.finish_reason = "stop"
+            seq.stop_reason = None if cfg.has_defect("stop-reason-null") else token
+            if cfg.has_defect("stop-token-dropped"):
+                seq.records.pop()
+            return
+        if stop_str is not None and reached_min:
+            seq.finish_reason = "stop"
+            seq.stop_reason = None if cfg.has_defect("stop-reason-null") else stop_str
+            if cfg.has_defect("stop-string-trims-tokens"):
+                seq.records.pop()
+            return
+        if count >= self.max_tokens:
+            seq.finish_reason = "length"

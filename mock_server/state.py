@@ -1,0 +1,22 @@
+"""What every endpoint shares: the config, the engine, and the fatal-exit hook."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from mock_server.config import MockConfig
+from mock_server.engine import Engine
+
+
+@dataclass
+class AppState:
+    config: MockConfig
+    engine: Engine
+    on_fatal: list[Callable[[], None]] = field(default_factory=list)
+
+    def die(self) -> None:
+        """Mirror real vLLM's crash (the oov-token-500 defect): stop serving."""
+        self.engine.dead = True
+        for hook in self.on_fatal:
+            hook()
