@@ -243,7 +243,7 @@ def test_request_rules(body: dict[str, Any], valid: bool) -> None:
 
 
 def test_response_without_output_mode_parses_as_tokens() -> None:
-    """"Older servers don't return it": such a response is a tokens response."""
+    """Older servers do not return `output_mode`: such a response is a tokens response."""
     choice = {"index": 0, "finish_reason": "length", "stop_reason": None, "token_ids": [9, 11]}
     body = {
         "request_id": "generate-tokens-42",
