@@ -1,0 +1,169 @@
+"""`tito-conformance`: run the suite against a server, or against the embedded mock."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import __version__
+from .profiles import MAIN_PROFILES, MOCK_KNOBS, PROFILES
+from .results import Report, exit_code
+
+LATER = {
+    "fuzz": "schemathesis fuzzing of the spec",
+    "live": "start a real vLLM and run the suite against it",
+    "diff": "compare the mock with a real server",
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tito-conformance",
+        description="Conformance suite for vLLM's Tokens In <> Tokens Out (TITO) API.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser(
+        "run",
+        help="run the suite (against --base-url, or the embedded mock in every profile)",
+        description="Exit 0 when every applicable MUST requirement passed, 1 when one failed, "
+        "2 on a usage or harness error.",
+    )
+    run.add_argument("--base-url", help="server under test; omit to run the embedded mock")
+    run.add_argument("--api-key", help="API key of the server under test")
+    run.add_argument(
+        "--expect", default="", help="comma-separated claimed features (see `features`)"
+    )
+    run.add_argument("--json-report", type=Path, metavar="PATH")
+    run.add_argument("--junit-xml", type=Path, metavar="PATH")
+    run.add_argument("-k", dest="keyword", metavar="EXPR", help="pytest -k expression on checks")
+    run.add_argument(
+        "--requirement", action="append", default=[], metavar="ID",
+        help="run only the checks of these requirement IDs (repeatable)",
+    )
+    run.add_argument("--timeout", type=float, default=10.0, help="per-request timeout, s")
+    run.add_argument("--deadline", type=float, default=600.0, help="whole-run deadline, s")
+    run.add_argument(
+        "--profile", action="append", choices=sorted(PROFILES), default=[],
+        help=f"embedded mock only: profiles to run (default: {', '.join(MAIN_PROFILES)})",
+    )
+    run.add_argument(
+        "--mock-defect", action="append", default=[], metavar="NAME",
+        help="embedded mock only: start the mock with this defect (the suite should fail)",
+    )
+    run.add_argument("-v", "--verbose", action="store_true", help="also list skips and reasons")
+    sub.add_parser("requirements", help="print the requirement catalogue")
+    sub.add_parser("features", help="print the feature names --expect accepts")
+    for name, what in LATER.items():
+        sub.add_parser(name, help=f"not yet available: {what}")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command in LATER:
+        print(f"tito-conformance {args.command}: not yet available ({LATER[args.command]})",
+              file=sys.stderr)
+        return 2
+    if args.command == "requirements":
+        return _print_requirements()
+    if args.command == "features":
+        from .features import KNOWN_FEATURES
+
+        print("\n".join(KNOWN_FEATURES))
+        return 0
+    return _run(args)
+
+
+def _print_requirements() -> int:
+    from .requirements import all_requirements
+
+    for req in all_requirements():
+        print(f"{req.id:<13} {req.level.value:<6} {req.feature.value:<16} {req.title}")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .reporting import json_report, junit, terminal
+    from .session import SuiteConfig
+
+    expect = frozenset(f.strip() for f in args.expect.split(",") if f.strip())
+    wanted = frozenset(args.requirement) or None
+    try:
+        from .requirements import by_id
+
+        unknown = sorted((wanted or set()) - set(by_id()))
+        if unknown:
+            raise ValueError(f"unknown requirement id(s): {', '.join(unknown)}")
+        base = SuiteConfig(
+            base_url=args.base_url or "http://127.0.0.1",
+            api_key=args.api_key,
+            expect=expect,
+            timeout=args.timeout,
+            deadline_s=args.deadline,
+            requirement_ids=wanted,
+            keyword=args.keyword,
+        )
+    except ValueError as exc:
+        print(f"tito-conformance: error: {exc}", file=sys.stderr)
+        return 2
+    if args.base_url and (args.profile or args.mock_defect):
+        print("tito-conformance: error: --profile/--mock-defect need the embedded mock "
+              "(omit --base-url)", file=sys.stderr)
+        return 2
+    try:
+        if args.base_url:
+            reports = [_run_one(base)]
+        else:
+            reports = _run_embedded(base, args.profile or list(MAIN_PROFILES), args.mock_defect)
+    except RuntimeError as exc:  # the embedded server could not start
+        print(f"tito-conformance: error: {exc}", file=sys.stderr)
+        return 2
+    print(terminal.render(reports, verbose=args.verbose))
+    if args.json_report:
+        json_report.write(reports, args.json_report)
+    if args.junit_xml:
+        junit.write(reports, args.junit_xml)
+    for report in reports:
+        if report.harness_error:
+            print(f"tito-conformance: harness error: {report.harness_error}", file=sys.stderr)
+    return exit_code(reports)
+
+
+def _run_one(config: object) -> Report:
+    from .runner import run
+    from .session import SuiteConfig
+
+    assert isinstance(config, SuiteConfig)
+    return run(config)
+
+
+def _run_embedded(base: object, profiles: list[str], defects: list[str]) -> list[Report]:
+    from dataclasses import replace
+
+    from .runner import run
+    from .server_process import ServerProcess, free_port, mock_argv
+    from .session import SuiteConfig
+
+    assert isinstance(base, SuiteConfig)
+    reports = []
+    for name in profiles:
+        profile = PROFILES[name]
+        port = free_port()
+        argv = mock_argv(port, [*profile.flags, *MOCK_KNOBS], defects)
+        with ServerProcess(argv, port, env=dict(profile.env)) as server:
+            config = replace(
+                base,
+                base_url=server.base_url,
+                api_key=profile.api_key,
+                expect=base.expect | profile.claims,
+                profile=name,
+            )
+            reports.append(run(config))
+    return reports
+
+
+if __name__ == "__main__":
+    sys.exit(main())

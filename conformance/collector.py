@@ -1,0 +1,122 @@
+"""The pytest side of a run: hands checks their session, turns reports into results."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from .http import ServerBroke
+from .registry import requirements_of
+from .results import CheckResult, Status
+from .session import Session, SuiteConfig
+
+
+class Collector:
+    """Registered as a pytest plugin object for one run (by the runner or by plugin.py)."""
+
+    def __init__(
+        self, config: SuiteConfig, session: Session | None = None, summary: bool = False
+    ) -> None:
+        self.config = config
+        self.session = session
+        self.summary = summary
+        self._open_error: Exception | None = None
+        self.outcomes: list[tuple[tuple[str, ...], CheckResult]] = []
+        self._started: dict[str, float] = {}
+
+    def open(self) -> Session:
+        if self._open_error is not None:
+            raise self._open_error
+        if self.session is None:
+            try:
+                self.session = Session.open(self.config)
+            except Exception as exc:
+                self._open_error = exc
+                raise
+        return self.session
+
+    def pytest_unconfigure(self) -> None:
+        if self.session is not None and self.summary:
+            self.session.close()
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """In plugin mode, end the pytest output with the suite's own table."""
+        if not self.summary:
+            return
+        from .reporting.terminal import render
+        from .runner import report_from
+
+        report = report_from(self.config, self.session, self.outcomes)
+        terminalreporter.write_line("")
+        for line in render([report]).splitlines():
+            terminalreporter.write_line(line)
+
+    @pytest.fixture(scope="session")
+    def tito(self) -> Session:
+        """The probed server every check runs against."""
+        return self.open()
+
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[Any]) -> None:
+        wanted = self.config.requirement_ids
+        keep, drop = [], []
+        for item in items:
+            ids = requirements_of(getattr(item, "function", None))
+            if ids and (wanted is None or wanted.intersection(ids)):
+                keep.append(item)
+            else:
+                drop.append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        self._started[item.nodeid] = time.monotonic()
+        if self.session is not None:
+            self.session.client.log.clear()
+            if self.session.overdue:
+                raise RuntimeError(
+                    f"run deadline of {self.config.deadline_s:g} s exceeded before this check"
+                )
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Iterator[None]:
+        outcome = yield
+        report = outcome.get_result()
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            self._record(item, call, report)
+
+    def _record(self, item: pytest.Item, call: pytest.CallInfo[None], report: Any) -> None:
+        ids = requirements_of(getattr(item, "function", None))
+        name = item.nodeid.rsplit("/", 1)[-1]
+        took = time.monotonic() - self._started.get(item.nodeid, time.monotonic())
+        if report.passed:
+            self.outcomes.append((ids, CheckResult(name, Status.PASS, duration_s=took)))
+            return
+        if report.skipped:
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else "skipped"
+            reason = reason.removeprefix("Skipped: ")
+            self.outcomes.append((ids, CheckResult(name, Status.SKIP, reason, duration_s=took)))
+            return
+        excinfo = call.excinfo
+        failure = excinfo is not None and report.when == "call" and excinfo.errisinstance(
+            (AssertionError, ServerBroke, pytest.fail.Exception)
+        )
+        if excinfo is None:
+            message = str(report.longrepr)
+        elif excinfo.errisinstance(pytest.fail.Exception):
+            message = str(excinfo.value.msg)  # type: ignore[attr-defined]
+        else:
+            message = f"{excinfo.typename}: {excinfo.value}" if not failure else str(excinfo.value)
+        if not failure and excinfo is not None:
+            message = f"harness error: {message}\n{report.longreprtext[-1500:]}"
+        log = self.session.client.log if self.session is not None else []
+        reproducer = "\n".join(x.reproducer() for x in log[-2:])
+        status = Status.FAIL if failure else Status.ERROR
+        self.outcomes.append(
+            (ids, CheckResult(name, status, message.strip(), reproducer, duration_s=took))
+        )

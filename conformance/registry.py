@@ -1,0 +1,51 @@
+"""Which check decides which requirements.
+
+`@checks("GEN-REQ-002")` tags a pytest check with the requirement IDs it decides. Unknown IDs are
+an error at import time, so a typo can never leave a requirement silently unchecked; the kit's own
+tests prove the other direction (every requirement has a check).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from .requirements import by_id
+
+F = TypeVar("F", bound=Callable[..., Any])
+ATTRIBUTE = "__tito_requirements__"
+_REGISTRY: dict[str, tuple[str, ...]] = {}
+
+
+def checks(*requirement_ids: str) -> Callable[[F], F]:
+    """Mark a check as deciding `requirement_ids`."""
+    if not requirement_ids:
+        raise ValueError("a check must name at least one requirement")
+    unknown = [rid for rid in requirement_ids if rid not in by_id()]
+    if unknown:
+        raise ValueError(f"unknown requirement id(s): {', '.join(unknown)}")
+
+    def mark(fn: F) -> F:
+        setattr(fn, ATTRIBUTE, tuple(requirement_ids))
+        _REGISTRY[f"{fn.__module__}.{fn.__qualname__}"] = tuple(requirement_ids)
+        return fn
+
+    return mark
+
+
+def requirements_of(fn: object) -> tuple[str, ...]:
+    """The requirement IDs a collected check decides (empty if it is not a check)."""
+    ids = getattr(fn, ATTRIBUTE, ())
+    return tuple(ids) if isinstance(ids, tuple) else ()
+
+
+def all_checks() -> dict[str, tuple[str, ...]]:
+    """Import every check module and return check name -> requirement IDs."""
+    from . import checks as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("test_"):
+            importlib.import_module(f"{package.__name__}.{info.name}")
+    return dict(_REGISTRY)

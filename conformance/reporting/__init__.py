@@ -1,0 +1,1 @@
+"""Views of the results model: terminal summary, JSON (the source of truth), JUnit XML."""

@@ -1,0 +1,92 @@
+"""The JSON report: the documented, schema-checked source of truth of a run."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from ..results import Report, RequirementResult
+
+SCHEMA_FILE = "report.schema.json"
+
+
+def to_dict(report: Report) -> dict[str, Any]:
+    """Exactly the documented fields, nothing else."""
+    s = report.summary
+    return {
+        "suite": {
+            "name": report.suite_name,
+            "version": report.suite_version,
+            "spec_version": report.spec_version,
+        },
+        "server": {
+            "base_url": report.server.base_url,
+            "version": report.server.version,
+            "detected_features": list(report.server.detected_features),
+            "claimed_features": list(report.server.claimed_features),
+        },
+        "started_at": report.started_at,
+        "duration_s": report.duration_s,
+        "summary": {
+            "passed": s.passed,
+            "failed": s.failed,
+            "skipped": s.skipped,
+            "errors": s.errors,
+            "warnings": s.warnings,
+        },
+        "requirements": [_requirement(r, report.harness_error) for r in report.requirements],
+    }
+
+
+def _requirement(result: RequirementResult, harness_error: str) -> dict[str, Any]:
+    req = result.requirement
+    reason = result.reason
+    if harness_error and not result.checks:
+        reason = f"not run: {harness_error}"
+    return {
+        "id": req.id,
+        "level": req.level.value,
+        "feature": req.feature.value,
+        "text": req.text,
+        "status": result.status.value,
+        "reason": reason,
+        "checks": [
+            {
+                "name": c.name,
+                "status": c.status.value,
+                "message": c.message,
+                "reproducer": c.reproducer,
+            }
+            for c in result.checks
+        ],
+    }
+
+
+def document(reports: list[Report]) -> dict[str, Any]:
+    """One report as is; several (one per embedded-mock profile) keyed by profile."""
+    if len(reports) == 1:
+        return to_dict(reports[0])
+    return {"profiles": {r.server.profile or r.server.base_url: to_dict(r) for r in reports}}
+
+
+@cache
+def schema() -> dict[str, Any]:
+    text = resources.files("conformance").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def validate(data: dict[str, Any]) -> None:
+    """Raise jsonschema.ValidationError unless `data` is a valid report document."""
+    Draft202012Validator(schema()).validate(data)
+
+
+def write(reports: list[Report], path: Path) -> None:
+    data = document(reports)
+    validate(data)
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

@@ -1,0 +1,58 @@
+"""The terminal summary: a table by feature, then every failure with its reproducer."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ..requirements import Feature
+from ..results import Report, Status
+
+
+def render(reports: list[Report], verbose: bool = False) -> str:
+    return "\n\n".join(_one(r, verbose) for r in reports)
+
+
+def _one(report: Report, verbose: bool) -> str:
+    server = report.server
+    lines = [
+        f"== {report.suite_name} {report.suite_version} against {server.base_url}"
+        + (f" (profile {server.profile})" if server.profile else ""),
+        f"   server version: {server.version or 'unknown'}; "
+        f"detected: {', '.join(server.detected_features) or 'nothing'}; "
+        f"claimed: {', '.join(server.claimed_features) or 'nothing'}",
+    ]
+    if report.harness_error:
+        lines.append(f"   HARNESS ERROR: {report.harness_error}")
+    counts: dict[Feature, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for r in report.requirements:
+        key = "warn" if r.is_warning else r.status.value
+        counts[r.requirement.feature][key] += 1
+    header = f"   {'feature':<18}{'pass':>6}{'fail':>6}{'warn':>6}{'skip':>6}{'error':>7}"
+    lines += [header, "   " + "-" * (len(header) - 3)]
+    for feature in Feature:
+        if feature not in counts:
+            continue
+        c = counts[feature]
+        lines.append(
+            f"   {feature.value:<18}{c['pass']:>6}{c['fail']:>6}{c['warn']:>6}"
+            f"{c['skip']:>6}{c['error']:>7}"
+        )
+    for r in report.requirements:
+        if r.status in (Status.FAIL, Status.ERROR):
+            label = "WARN" if r.is_warning else r.status.value.upper()
+            lines.append(f"   {label} {r.requirement.id} [{r.requirement.level.value}] "
+                         f"{r.requirement.title}")
+            for check in r.checks:
+                if check.status is r.status:
+                    lines.append(f"      {check.name}: {check.message[:400]}")
+                    if check.reproducer:
+                        lines.append(f"      $ {check.reproducer.splitlines()[0][:300]}")
+        elif verbose and r.status is Status.SKIP:
+            lines.append(f"   skip {r.requirement.id}: {r.reason[:200]}")
+    s = report.summary
+    verdict = "FAILED" if s.failed or s.errors else "PASSED"
+    lines.append(
+        f"   {verdict}: {s.passed} passed, {s.failed} failed, {s.warnings} warnings, "
+        f"{s.skipped} skipped, {s.errors} errors in {report.duration_s:.1f} s"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,118 @@
+"""The results model: the one structure every report (terminal, JSON, JUnit) is a view of."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from .requirements import Level, Requirement
+
+
+class Status(StrEnum):
+    """Per check and per requirement. Skip never counts as pass."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    SKIP = "skip"
+    ERROR = "error"  # the harness itself broke
+
+
+@dataclass
+class CheckResult:
+    name: str
+    status: Status
+    message: str = ""
+    reproducer: str = ""
+    duration_s: float = 0.0
+
+
+@dataclass
+class RequirementResult:
+    requirement: Requirement
+    status: Status
+    reason: str
+    checks: list[CheckResult] = field(default_factory=list)
+
+    @property
+    def is_warning(self) -> bool:
+        """A failed SHOULD or MAY: reported, but it does not fail the run."""
+        return self.status is Status.FAIL and self.requirement.level is not Level.MUST
+
+
+@dataclass
+class ServerInfo:
+    base_url: str
+    version: str | None
+    detected_features: list[str]
+    claimed_features: list[str]
+    profile: str | None = None
+
+
+@dataclass
+class Summary:
+    passed: int
+    failed: int  # MUST requirements that failed
+    skipped: int
+    errors: int
+    warnings: int  # SHOULD/MAY requirements that failed
+
+
+@dataclass
+class Report:
+    suite_name: str
+    suite_version: str
+    spec_version: str
+    server: ServerInfo
+    started_at: str
+    duration_s: float
+    requirements: list[RequirementResult]
+    harness_error: str = ""
+
+    @property
+    def summary(self) -> Summary:
+        results = self.requirements
+        return Summary(
+            passed=sum(r.status is Status.PASS for r in results),
+            failed=sum(r.status is Status.FAIL and not r.is_warning for r in results),
+            skipped=sum(r.status is Status.SKIP for r in results),
+            errors=sum(r.status is Status.ERROR for r in results) + bool(self.harness_error),
+            warnings=sum(r.is_warning for r in results),
+        )
+
+    def result(self, requirement_id: str) -> RequirementResult:
+        for result in self.requirements:
+            if result.requirement.id == requirement_id:
+                return result
+        raise KeyError(requirement_id)
+
+    def failed_ids(self) -> set[str]:
+        """Every requirement that failed, MUST or not."""
+        return {r.requirement.id for r in self.requirements if r.status is Status.FAIL}
+
+
+def decide(requirement: Requirement, checks: list[CheckResult]) -> RequirementResult:
+    """A requirement fails if any of its checks fails; it passes only if one passed and none
+    failed or broke; it is skipped when every check was skipped (or none ran)."""
+    statuses = {c.status for c in checks}
+    if not checks:
+        return RequirementResult(requirement, Status.SKIP, "not selected in this run", checks)
+    if Status.FAIL in statuses:
+        status = Status.FAIL
+    elif Status.ERROR in statuses:
+        status = Status.ERROR
+    elif Status.PASS in statuses:
+        status = Status.PASS
+    else:
+        status = Status.SKIP
+    reasons = [c.message for c in checks if c.status is status and c.message]
+    return RequirementResult(requirement, status, "; ".join(dict.fromkeys(reasons)), checks)
+
+
+def exit_code(reports: list[Report]) -> int:
+    """0 when every applicable MUST passed, 1 when one failed, 2 when the harness broke."""
+    summaries = [r.summary for r in reports]
+    if any(s.errors for s in summaries):
+        return 2
+    if any(s.failed for s in summaries):
+        return 1
+    return 0
