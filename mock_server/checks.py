@@ -91,11 +91,10 @@ def engine_checks(req: GenerateRequest, cfg: MockConfig, rank: int | None) -> No
                 f"{limit} (parameter={key}, value={wanted})",
                 key,
             )
-    if rank is not None and not 0 <= rank < cfg.data_parallel_size:
-        if not cfg.has_defect("dp-rank-unchecked"):
-            raise _engine(
-                f"data_parallel_rank {rank} is out of range [0, {cfg.data_parallel_size})."
-            )
+    in_range = rank is None or 0 <= rank < cfg.data_parallel_size
+    if not in_range and not cfg.has_defect("dp-rank-unchecked"):
+        size = cfg.data_parallel_size
+        raise _engine(f"data_parallel_rank {rank} is out of range [0, {size}).")
 
 
 def _engine(message: str, param: str | None = None) -> ApiError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import secrets
 from collections import Counter, deque
@@ -209,7 +210,5 @@ class Engine:
 async def _sleep_or_abort(seconds: float, aborted: asyncio.Event) -> None:
     if aborted.is_set():
         return
-    try:
+    with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(aborted.wait(), timeout=seconds)
-    except TimeoutError:
-        pass

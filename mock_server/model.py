@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from functools import lru_cache
+from functools import cache, lru_cache
 from math import gcd
 
 _MASK = (1 << 64) - 1
@@ -70,22 +70,27 @@ class Context:
         return ((idx - self.b) * self.a_inv) % self.v
 
 
+@cache
+def _rank_distribution(v: int) -> tuple[list[float], list[float]]:
+    """Probability and logprob per rank; shared by every server with the same vocabulary."""
+    head = [math.exp(-HEAD_DECAY * r) for r in range(HEAD)]
+    head_sum = sum(head)
+    tail_n = v - HEAD
+    # tail weight w(i) = c * (2 - i / tail_n) for i in 0..tail_n-1, strictly decreasing
+    tail_units = 2 * tail_n - (tail_n - 1) / 2
+    c = TAIL_MASS / (1 - TAIL_MASS) * head_sum / tail_units
+    weights = head + [c * (2 - i / tail_n) for i in range(tail_n)]
+    total = sum(weights)
+    probs = [w / total for w in weights]
+    return probs, [math.log(p) for p in probs]
+
+
 class ToyModel:
     def __init__(self, vocab_size: int, eos_id: int, seed: int = 0) -> None:
         self.vocab_size = vocab_size
         self.eos_id = eos_id
         self._seed = _mix(seed)
-        v = vocab_size
-        head = [math.exp(-HEAD_DECAY * r) for r in range(HEAD)]
-        head_sum = sum(head)
-        tail_n = v - HEAD
-        # tail weight w(i) = c * (2 - i / tail_n) for i in 0..tail_n-1, strictly decreasing
-        tail_units = 2 * tail_n - (tail_n - 1) / 2
-        c = TAIL_MASS / (1 - TAIL_MASS) * head_sum / tail_units
-        weights = head + [c * (2 - i / tail_n) for i in range(tail_n)]
-        total = sum(weights)
-        self.probs = [w / total for w in weights]
-        self.logprobs = [math.log(p) for p in self.probs]
+        self.probs, self.logprobs = _rank_distribution(vocab_size)
         self._cum = self._cumulative(1.0)
 
     @lru_cache(maxsize=256)  # noqa: B019 - one model per server; contexts repeat a lot

@@ -10,10 +10,69 @@ from mock_server.config import MockConfig
 from mock_server.errors import ApiError, ValidationFailure, param_error, validation_item
 
 TOP_LEVEL_KEYS = frozenset(
-    ["request_id", "token_ids", "token_offsets", "features", "content_parts", "sampling_params", "model", "reasoning_ended", "reasoning_parser_kwargs", "return_token_ids", "output_mode", "stream", "stream_options", "cache_salt", "priority", "kv_transfer_params", "ec_transfer_params"]
+    [
+        "request_id",
+        "token_ids",
+        "token_offsets",
+        "features",
+        "content_parts",
+        "sampling_params",
+        "model",
+        "reasoning_ended",
+        "reasoning_parser_kwargs",
+        "return_token_ids",
+        "output_mode",
+        "stream",
+        "stream_options",
+        "cache_salt",
+        "priority",
+        "kv_transfer_params",
+        "ec_transfer_params",
+    ]
 )
 SAMPLING_KEYS = frozenset(
-    ["n", "presence_penalty", "frequency_penalty", "repetition_penalty", "temperature", "top_p", "top_k", "min_p", "seed", "stop", "stop_token_ids", "ignore_eos", "max_tokens", "min_tokens", "logprobs", "prompt_logprobs", "prompt_logprob_token_ids", "prompt_logprob_start", "logprob_token_ids", "detokenize", "skip_special_tokens", "spaces_between_special_tokens", "include_stop_str_in_output", "stream_interval", "structured_outputs", "logit_bias", "allowed_token_ids", "bad_words", "extra_args", "thinking_token_budget", "repetition_detection", "routed_experts_prompt_start", "trace_decode_token_ids", "flat_logprobs", "skip_reading_prefix_cache", "skip_clone", "output_kind", "truncate_prompt_tokens", "logits_processors", "guided_decoding"]
+    [
+        "n",
+        "presence_penalty",
+        "frequency_penalty",
+        "repetition_penalty",
+        "temperature",
+        "top_p",
+        "top_k",
+        "min_p",
+        "seed",
+        "stop",
+        "stop_token_ids",
+        "ignore_eos",
+        "max_tokens",
+        "min_tokens",
+        "logprobs",
+        "prompt_logprobs",
+        "prompt_logprob_token_ids",
+        "prompt_logprob_start",
+        "logprob_token_ids",
+        "detokenize",
+        "skip_special_tokens",
+        "spaces_between_special_tokens",
+        "include_stop_str_in_output",
+        "stream_interval",
+        "structured_outputs",
+        "logit_bias",
+        "allowed_token_ids",
+        "bad_words",
+        "extra_args",
+        "thinking_token_budget",
+        "repetition_detection",
+        "routed_experts_prompt_start",
+        "trace_decode_token_ids",
+        "flat_logprobs",
+        "skip_reading_prefix_cache",
+        "skip_clone",
+        "output_kind",
+        "truncate_prompt_tokens",
+        "logits_processors",
+        "guided_decoding",
+    ]
 )
 _SALT_BAD = ("@", "/", "\\", "\x00")
 
@@ -131,7 +190,10 @@ def _verify_sampling(s: Sampling, sp: dict[str, Any]) -> None:
         msg = f"min_tokens must be greater than or equal to 0, got {s.min_tokens}."
         raise param_error(msg, "min_tokens", s.min_tokens)
     if s.max_tokens is not None and s.min_tokens > s.max_tokens:
-        msg = f"min_tokens must be less than or equal to max_tokens={s.max_tokens}, got {s.min_tokens}."
+        msg = (
+            f"min_tokens must be less than or equal to max_tokens={s.max_tokens}, "
+            f"got {s.min_tokens}."
+        )
         raise param_error(msg, "min_tokens", s.min_tokens)
     for key, value in (("logprobs", s.logprobs), ("prompt_logprobs", s.prompt_logprobs)):
         if value is not None and value < -1:
@@ -139,7 +201,10 @@ def _verify_sampling(s: Sampling, sp: dict[str, Any]) -> None:
     if any(stop == "" for stop in s.stop):
         raise param_error("stop cannot contain an empty string.", "stop", s.stop)
     if s.stop and not s.detokenize:
-        msg = "stop strings are only supported when detokenize is True. Set detokenize=True to use stop."
+        msg = (
+            "stop strings are only supported when detokenize is True. "
+            "Set detokenize=True to use stop."
+        )
         raise param_error(msg, "stop", s.stop)
     if s.greedy:
         if s.n > 1:
