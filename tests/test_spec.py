@@ -145,6 +145,8 @@ def test_sse_event_validator_checks_the_json_inside_data() -> None:
     assert not validator.is_valid({"data": "not json"})
 
 
+SPAN = {"version": "default", "start": 0, "end": 2}
+CHOICE = {"index": 0, "finish_reason": "length", "stop_reason": None, "token_ids": [9, 11]}
 BASE_REQUEST: dict[str, Any] = {"token_ids": [321, 608, 78], "sampling_params": {"max_tokens": 2}}
 NULL_REJECTED_SAMPLING = [
     "temperature",
@@ -244,13 +246,12 @@ def test_request_rules(body: dict[str, Any], valid: bool) -> None:
 
 def test_response_without_output_mode_parses_as_tokens() -> None:
     """Older servers do not return `output_mode`: such a response is a tokens response."""
-    choice = {"index": 0, "finish_reason": "length", "stop_reason": None, "token_ids": [9, 11]}
     body = {
         "request_id": "generate-tokens-42",
         "usage": {"prompt_tokens": 3, "total_tokens": 5, "completion_tokens": 2},
         "prompt_token_ids": None,
         "prompt_logprobs": None,
-        "choices": [{**choice, "logprobs": None}],
+        "choices": [{**CHOICE, "logprobs": None, "weight_versions": [SPAN]}],
     }
     assert openapi.schema_validator("GenerateResponse").is_valid(body)
     assert openapi.schema_validator("GenerateTokensResponse").is_valid(body)
@@ -263,3 +264,34 @@ def test_legacy_placeholder_logprobs_are_rejected() -> None:
     legacy = {"content": [{**top, "top_logprobs": [top]}]}
     assert not openapi.schema_validator("GenerateLogProbs").is_valid(legacy)
     assert openapi.schema_validator("ChatCompletionLogProbs").is_valid(legacy)
+
+
+@pytest.mark.parametrize(
+    ("schema", "choice", "valid"),
+    [
+        ("GenerateTokensChoice", {**CHOICE, "logprobs": None, "weight_versions": [SPAN]}, True),
+        ("GenerateTokensChoice", {**CHOICE, "logprobs": None}, False),
+        ("GenerateTokensChoice", {**CHOICE, "logprobs": None, "weight_versions": None}, False),
+        ("GenerateTokensChoice", {**CHOICE, "stop_reason": 5, "weight_versions": [SPAN]}, False),
+        ("GenerateTokensChoice", {**CHOICE, "text": "x", "weight_versions": [SPAN]}, False),
+        (
+            "GenerateTokensChoice",
+            {**CHOICE, "finish_reason": "repetition", "logprobs": None},
+            False,
+        ),
+        ("GenerateTextChoice", {**CHOICE, "logprobs": None, "weight_versions": [SPAN]}, False),
+        (
+            "GenerateTextChoice",
+            {**CHOICE, "logprobs": None, "weight_versions": [SPAN], "text": "))"},
+            True,
+        ),
+        ("GenerateTokensStreamChoice", {**CHOICE, "finish_reason": None, "logprobs": None}, True),
+        ("GenerateTokensStreamChoice", {**CHOICE, "logprobs": None}, False),
+        ("GenerateTokensStreamChoice", {**CHOICE, "logprobs": None, "weight_versions": []}, True),
+    ],
+)
+def test_choice_rules(schema: str, choice: dict[str, Any], valid: bool) -> None:
+    """Final outputs carry weight_versions; length/abort: null stop_reason; tokens: no text."""
+    if "logprobs" not in choice:
+        choice = {**choice, "logprobs": None}
+    assert openapi.schema_validator(schema).is_valid(choice) is valid
