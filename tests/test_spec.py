@@ -286,6 +286,11 @@ def test_legacy_placeholder_logprobs_are_rejected() -> None:
             True,
         ),
         ("GenerateTokensStreamChoice", {**CHOICE, "finish_reason": None, "logprobs": None}, True),
+        (
+            "GenerateTokensStreamChoice",
+            {**CHOICE, "finish_reason": None, "weight_versions": []},
+            False,
+        ),
         ("GenerateTokensStreamChoice", {**CHOICE, "logprobs": None}, False),
         ("GenerateTokensStreamChoice", {**CHOICE, "logprobs": None, "weight_versions": []}, True),
     ],
