@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from mock_server.state import AppState
+
+Endpoint = Callable[[Request], Awaitable[JSONResponse]]
 
 
 async def _json(request: Request) -> Any:
@@ -21,7 +24,7 @@ async def _json(request: Request) -> Any:
         return None
 
 
-def dev_endpoints(state: AppState):  # type: ignore[no-untyped-def]
+def dev_endpoints(state: AppState) -> tuple[Endpoint, Endpoint, Endpoint]:
     async def update_weight_version(request: Request) -> JSONResponse:
         body = await _json(request)
         label = body.get("new_version") if isinstance(body, dict) else None

@@ -56,9 +56,10 @@ class Scheduler:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         entry = (n, fut)
         self._waiters.append(entry)
-        abort_wait = asyncio.ensure_future(aborted.wait())
+        abort_wait: asyncio.Future[Any] = asyncio.ensure_future(aborted.wait())
         try:
-            await asyncio.wait({fut, abort_wait}, return_when=asyncio.FIRST_COMPLETED)
+            waiting: set[asyncio.Future[Any]] = {fut, abort_wait}
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         finally:
             abort_wait.cancel()
         if fut.done() and not fut.cancelled():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Callable
 from functools import cache, lru_cache
 from math import gcd
 
@@ -141,7 +142,7 @@ class ToyModel:
             limit = min(limit, lo)
         return max(1, limit)
 
-    def _weights_at(self, temperature: float):  # type: ignore[no-untyped-def]
+    def _weights_at(self, temperature: float) -> Callable[[int], float]:
         cum = self._cumulative(temperature)
         return lambda rank: cum[rank - 1] - (cum[rank - 2] if rank > 1 else 0.0)
 

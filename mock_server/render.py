@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -20,6 +21,7 @@ from mock_server.generate import UNSUPPORTED_MEDIA, parse_json
 from mock_server.state import AppState
 from mock_server.tokenizer import Tokenizer
 
+Handler = Callable[[Request], Awaitable[Response]]
 NO_TOKENIZER = "Tokenizer not available when `skip_tokenizer_init=True`"
 _SAMPLING_KEYS = (
     "seed",
@@ -51,7 +53,7 @@ def chat_template(messages: list[Any], add_generation_prompt: bool = True) -> st
 def _sampling_params(body: dict[str, Any], greedy_default: bool) -> dict[str, Any]:
     """Mirrors msgspec omit_defaults output of vLLM's render (key order as captured)."""
     temperature = body.get("temperature")
-    temperature = 1.0 if temperature is None else float(temperature)
+    temperature = 1.0 if temperature is None else float(str(temperature))
     sp: dict[str, Any] = {
         "presence_penalty": float(body.get("presence_penalty") or 0.0),
         "frequency_penalty": float(body.get("frequency_penalty") or 0.0),
@@ -59,7 +61,8 @@ def _sampling_params(body: dict[str, Any], greedy_default: bool) -> dict[str, An
         "temperature": temperature,
     }
     if temperature != 0.0:
-        sp["top_p"] = float(body.get("top_p") if body.get("top_p") is not None else 1.0)
+        top_p = body.get("top_p")
+        sp["top_p"] = 1.0 if top_p is None else float(top_p)
         sp["min_p"] = float(body.get("min_p") or 0.0)
     stop = body.get("stop") or []
     sp["stop"] = [stop] if isinstance(stop, str) else list(stop)
@@ -79,7 +82,9 @@ def _sampling_params(body: dict[str, Any], greedy_default: bool) -> dict[str, An
     return sp
 
 
-def _generate_request(state: AppState, rid: str, ids: list[int], body: dict[str, Any]) -> dict:  # type: ignore[type-arg]
+def _generate_request(
+    state: AppState, rid: str, ids: list[int], body: dict[str, Any]
+) -> dict[str, Any]:
     token_ids: list[Any] = ids
     if state.config.has_defect("render-generate-mismatch"):
         token_ids = [str(t) for t in ids]
@@ -208,7 +213,7 @@ def _completion_logprobs(tok: Tokenizer, choice: dict[str, Any], offset: int) ->
 def render_routes(state: AppState) -> list[Route]:
     cfg, tok = state.config, state.engine.tokenizer
 
-    def guard(handler):  # type: ignore[no-untyped-def]
+    def guard(handler: Handler) -> Handler:
         async def endpoint(request: Request) -> Response:
             if not cfg.scale_out:
                 from mock_server.gating import disabled_response
@@ -257,7 +262,8 @@ def render_routes(state: AppState) -> list[Route]:
         )
         if not cfg.has_tokenizer:
             raise bad_request(NO_TOKENIZER)
-        choices, prompt_total, completion_total = [], 0, 0
+        choices: list[dict[str, Any]] = []
+        prompt_total, completion_total = 0, 0
         for resp in responses:
             usage = resp.get("usage") or {}
             prompt_total += int(usage.get("prompt_tokens") or 0)
@@ -315,7 +321,7 @@ def render_routes(state: AppState) -> list[Route]:
         )
         if not cfg.has_tokenizer:
             raise bad_request(NO_TOKENIZER)
-        choices = []
+        choices: list[dict[str, Any]] = []
         for choice in resp["choices"]:
             ids = choice.get("token_ids") or []
             choices.append(
@@ -366,11 +372,12 @@ def render_routes(state: AppState) -> list[Route]:
         _check_tokens_mode([chunk], "body.generate_chunk", cfg.has_defect("derender-accepts-text"))
         if not cfg.has_tokenizer:
             raise bad_request(NO_TOKENIZER)
-        st = body.get("stream_state") if isinstance(body.get("stream_state"), dict) else {}
+        raw_state = body.get("stream_state")
+        st: dict[str, Any] = raw_state if isinstance(raw_state, dict) else {}
         pending = bytes(st.get("pending_bytes") or [])
         offset = int(st.get("logprob_text_offset") or 0)
         role_sent = bool(st.get("role_sent"))
-        choices = []
+        choices: list[dict[str, Any]] = []
         for choice in chunk["choices"]:
             ids = [t for t in choice.get("token_ids") or [] if 0 <= t < tok.vocab_size]
             data = pending + b"".join(tok.piece(t) for t in ids if not tok.is_special(t))

@@ -259,13 +259,13 @@ def parse_generate(body: Any, config: MockConfig) -> GenerateRequest:
                 )
             )
     sampling = Sampling()
-    sp = body.get("sampling_params")
+    sp: dict[str, Any] = {}
+    raw_sp = body.get("sampling_params")
     if "sampling_params" not in body:
         errors.append(validation_item("missing", "body.sampling_params", "Field required", body))
         sp = {}
-    elif c.to_dict(sp, "body.sampling_params", errors) is None:
-        sp = {}
-    else:
+    elif (parsed_sp := c.to_dict(raw_sp, "body.sampling_params", errors)) is not None:
+        sp = parsed_sp
         sampling = _parse_sampling(sp, errors)
     req = GenerateRequest(token_ids=token_ids or [], sampling=sampling)
     loc = "body"

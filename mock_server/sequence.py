@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mock_server.config import MockConfig
@@ -76,7 +77,7 @@ class Sampler:
             cut_stop=not self.cfg.has_defect("stop-string-not-cut"),
         )
 
-    def _pick_rank(self, ctx_rank_token, below_min: bool) -> int:  # type: ignore[no-untyped-def]
+    def _pick_rank(self, ctx_rank_token: Callable[[int], int], below_min: bool) -> int:
         sp = self.sp
         if sp.greedy:
             rank = 2 if self.cfg.has_defect("greedy-not-greedy") else 1
