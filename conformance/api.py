@@ -179,3 +179,8 @@ def stream(
         if not ctype.startswith("text/event-stream"):
             raise AssertionError(f"{what}: Content-Type is {ctype!r}, not text/event-stream")
         return read_stream(st)
+
+
+def dumps_body(payload: Any) -> bytes:
+    """The bytes `post` would send for `payload`, for requests with a custom Content-Type."""
+    return json.dumps(payload, separators=(",", ":")).encode()

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from .http import ServerBroke
-from .registry import requirements_of
+from .registry import requirements_of, runs_last
 from .results import CheckResult, Status
 from .session import Session, SuiteConfig
 
@@ -68,9 +68,10 @@ class Collector:
                 keep.append(item)
             else:
                 drop.append(item)
+        keep.sort(key=lambda item: runs_last(getattr(item, "function", None)))
         if drop:
             config.hook.pytest_deselected(items=drop)
-            items[:] = keep
+        items[:] = keep
 
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         self._started[item.nodeid] = time.monotonic()
@@ -115,7 +116,9 @@ class Collector:
         if not failure and excinfo is not None:
             message = f"harness error: {message}\n{report.longreprtext[-1500:]}"
         log = self.session.client.log if self.session is not None else []
-        reproducer = "\n".join(x.reproducer() for x in log[-2:])
+        reproducer = log[-1].reproducer() if log else ""
+        if len(log) > 1:
+            reproducer += f"\n# the exchange before it: {log[-2].curl()}"
         status = Status.FAIL if failure else Status.ERROR
         self.outcomes.append(
             (ids, CheckResult(name, status, message.strip(), reproducer, duration_s=took))

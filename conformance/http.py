@@ -86,6 +86,7 @@ class Stream:
         self.response = response
         self.exchange = exchange
         self._bounded = _BoundedResponse(response, exchange, deadline)
+        self._events: Iterator[str] | None = None
 
     @property
     def status(self) -> int:
@@ -101,6 +102,12 @@ class Stream:
         return Reply(self.exchange)
 
     def events(self) -> Iterator[str]:
+        """The event iterator; calling it again continues where the last reader stopped."""
+        if self._events is None:
+            self._events = self._iter_events()
+        return self._events
+
+    def _iter_events(self) -> Iterator[str]:
         source = EventSource(cast(httpx.Response, self._bounded))
         try:
             for event in source.iter_sse():

@@ -16,11 +16,12 @@ from .requirements import by_id
 
 F = TypeVar("F", bound=Callable[..., Any])
 ATTRIBUTE = "__tito_requirements__"
+LAST = "__tito_last__"
 _REGISTRY: dict[str, tuple[str, ...]] = {}
 
 
-def checks(*requirement_ids: str) -> Callable[[F], F]:
-    """Mark a check as deciding `requirement_ids`."""
+def checks(*requirement_ids: str, last: bool = False) -> Callable[[F], F]:
+    """Mark a check as deciding `requirement_ids`; `last` checks may take the server down."""
     if not requirement_ids:
         raise ValueError("a check must name at least one requirement")
     unknown = [rid for rid in requirement_ids if rid not in by_id()]
@@ -29,6 +30,7 @@ def checks(*requirement_ids: str) -> Callable[[F], F]:
 
     def mark(fn: F) -> F:
         setattr(fn, ATTRIBUTE, tuple(requirement_ids))
+        setattr(fn, LAST, last)
         _REGISTRY[f"{fn.__module__}.{fn.__qualname__}"] = tuple(requirement_ids)
         return fn
 
@@ -39,6 +41,10 @@ def requirements_of(fn: object) -> tuple[str, ...]:
     """The requirement IDs a collected check decides (empty if it is not a check)."""
     ids = getattr(fn, ATTRIBUTE, ())
     return tuple(ids) if isinstance(ids, tuple) else ()
+
+
+def runs_last(fn: object) -> bool:
+    return bool(getattr(fn, LAST, False))
 
 
 def all_checks() -> dict[str, tuple[str, ...]]:

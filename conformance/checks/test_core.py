@@ -1,0 +1,208 @@
+"""Core generate: request fields, response fields, request ids."""
+
+from __future__ import annotations
+
+from conformance import api
+from conformance.registry import checks
+from conformance.semantics import check_usage, choices_of, fail
+from conformance.session import Session
+
+
+def basic(s: Session) -> dict:
+    return s.remember("basic", lambda: api.generate(s, api.body(8), what="minimal generate"))
+
+
+@checks("GEN-001")
+def test_minimal_generate(tito: Session) -> None:
+    tito.need_generate()
+    basic(tito)
+
+
+@checks("GEN-002")
+def test_tokens_mode_has_no_text(tito: Session) -> None:
+    tito.need_generate()
+    for i, choice in enumerate(choices_of(basic(tito))):
+        if "text" in choice:
+            fail(f"choice {i} of a tokens-mode response carries text {choice['text']!r:.80}")
+
+
+@checks("GEN-003")
+def test_scale_out_serves_generate(tito: Session) -> None:
+    tito.need("scale-out")
+    basic(tito)
+
+
+@checks("GEN-REQ-001")
+def test_token_ids_required(tito: Session) -> None:
+    tito.need_generate()
+    api.rejected(tito, {"sampling_params": {"max_tokens": 2}}, what="no token_ids")
+    api.rejected(tito, api.body(2, prompt=None) | {"token_ids": ["a", "b"]},
+                 what="string token_ids")
+
+
+@checks("GEN-REQ-002")
+def test_empty_token_ids(tito: Session) -> None:
+    tito.need_generate()
+    api.rejected(tito, api.body(2) | {"token_ids": []}, what="token_ids []")
+
+
+@checks("GEN-REQ-003")
+def test_negative_token_ids(tito: Session) -> None:
+    tito.need_generate()
+    api.rejected(tito, api.body(2) | {"token_ids": [10, -1, 12]}, what="token_ids with -1")
+
+
+@checks("GEN-REQ-004")
+def test_sampling_params_required(tito: Session) -> None:
+    tito.need_generate()
+    api.rejected(tito, {"token_ids": api.PROMPT}, what="no sampling_params")
+
+
+@checks("GEN-REQ-005", "GEN-RESP-001")
+def test_max_tokens_bounds_output(tito: Session) -> None:
+    tito.need_generate()
+    data = api.generate(tito, api.body(5, ignore_eos=True))
+    for i, choice in enumerate(choices_of(data)):
+        ids = choice.get("token_ids")
+        if not isinstance(ids, list) or any(not isinstance(t, int) or t < 0 for t in ids):
+            fail(f"choice {i} token_ids {ids!r:.100} are not non-negative integers")
+        if len(ids) != 5 or choice.get("finish_reason") != "length":
+            fail(f"max_tokens 5 with ignore_eos gave {len(ids)} tokens, finish_reason "
+                 f"{choice.get('finish_reason')!r} (expected 5, 'length')")
+
+
+@checks("GEN-REQ-006")
+def test_greedy_picks_rank_one(tito: Session) -> None:
+    tito.need_generate()
+    data = api.generate(tito, api.body(8, logprobs=1, ignore_eos=True))
+    choice = choices_of(data)[0]
+    content = (choice.get("logprobs") or {}).get("content") or []
+    if not content:
+        fail("temperature 0 with logprobs 1 returned no logprobs to judge greediness by")
+    for i, entry in enumerate(content):
+        if entry.get("rank") not in (1, None):
+            fail(f"temperature 0: token {i} ({entry.get('token_id')}) has rank "
+                 f"{entry.get('rank')}, not 1")
+
+
+@checks("GEN-REQ-007")
+def test_seed_reproducible(tito: Session) -> None:
+    tito.need_generate()
+    first = choices_of(api.generate(tito, api.seeded(12, ignore_eos=True)))[0]["token_ids"]
+    second = choices_of(api.generate(tito, api.seeded(12, ignore_eos=True)))[0]["token_ids"]
+    if first != second:
+        fail(f"the same seed gave different tokens: {first} vs {second}")
+
+
+@checks("GEN-REQ-008")
+def test_n_choices(tito: Session) -> None:
+    tito.need_generate()
+    data = api.generate(tito, api.seeded(4, n=3))
+    indexes = sorted(c.get("index") for c in choices_of(data))
+    if indexes != [0, 1, 2]:
+        fail(f"n=3 returned choices with indexes {indexes}")
+
+
+@checks("GEN-REQ-009")
+def test_default_max_tokens_not_16(tito: Session) -> None:
+    tito.need_generate()
+    payload = api.body(None, ignore_eos=True) | {"stream": True}
+    rid = tito.rid("default-max")
+    with tito.client.stream(api.GENERATE, payload, headers={"X-Request-Id": rid}) as st:
+        if st.status != 200:
+            fail(f"stream without max_tokens answered {st.status}: {st.read_body().body[:200]!r}")
+        got = api.read_stream(st, stop_after_tokens=17)
+    if tito.features.abort:
+        tito.client.post(api.ABORT, {"request_ids": [f"generate-tokens-{rid}"]})
+    tokens = sum(len(c.token_ids) for c in got.choices().values())
+    finishes = [c.finish_reason for c in got.choices().values()]
+    if tokens <= 16 and "length" in finishes:
+        fail(f"without max_tokens the output stopped at {tokens} tokens with finish_reason "
+             f"length: the server applied 16")
+
+
+@checks("GEN-REQ-010")
+def test_default_output_mode_is_tokens(tito: Session) -> None:
+    tito.need_generate()
+    data = basic(tito)
+    mode = data.get("output_mode", "tokens")
+    if mode != "tokens" or any("text" in c for c in choices_of(data)):
+        fail(f"a request without output_mode was answered in mode {mode!r}")
+
+
+@checks("GEN-REQ-011")
+def test_return_token_ids(tito: Session) -> None:
+    tito.need_generate()
+    data = api.generate(tito, api.body(2, top={"return_token_ids": True}))
+    if data.get("prompt_token_ids") != api.PROMPT:
+        fail(f"return_token_ids: prompt_token_ids is {data.get('prompt_token_ids')!r}, "
+             f"expected {api.PROMPT}")
+
+
+@checks("GEN-REQ-012")
+def test_optional_fields_accepted(tito: Session) -> None:
+    tito.need_generate()
+    optional = {
+        "request_id": tito.rid("optional"),
+        "cache_salt": "tito-salt",
+        "priority": 0,
+        "kv_transfer_params": None,
+        "ec_transfer_params": None,
+    }
+    if tito.features.model:
+        optional["model"] = tito.features.model
+    api.generate(tito, api.body(2, top=optional), what="generate with the optional fields")
+
+
+@checks("GEN-RESP-002")
+def test_finish_reason_set(tito: Session) -> None:
+    tito.need_generate()
+    for i, choice in enumerate(choices_of(api.generate(tito, api.seeded(6, n=2)))):
+        if choice.get("finish_reason") not in ("stop", "length", "abort"):
+            fail(f"choice {i} finish_reason is {choice.get('finish_reason')!r}")
+
+
+@checks("GEN-RESP-003")
+def test_usage_counts(tito: Session) -> None:
+    tito.need_generate()
+    check_usage(basic(tito), len(api.PROMPT))
+    check_usage(api.generate(tito, api.seeded(5, n=2)), len(api.PROMPT))
+
+
+@checks("GEN-RESP-004")
+def test_request_id_prefix(tito: Session) -> None:
+    tito.need_generate()
+    rid = tito.rid("body")
+    data = api.generate(tito, api.body(1, top={"request_id": rid}))
+    if data.get("request_id") != f"generate-tokens-{rid}":
+        fail(f"body request_id {rid!r} came back as {data.get('request_id')!r}, expected "
+             f"'generate-tokens-{rid}'")
+
+
+@checks("GEN-RESP-005")
+def test_request_id_from_header(tito: Session) -> None:
+    tito.need_generate()
+    rid = tito.rid("header")
+    data = api.generate(tito, api.body(1), headers={"X-Request-Id": rid})
+    if data.get("request_id") != f"generate-tokens-{rid}":
+        fail(f"X-Request-Id {rid!r} came back as {data.get('request_id')!r}")
+
+
+@checks("GEN-RESP-006")
+def test_header_wins_over_body(tito: Session) -> None:
+    tito.need_generate()
+    header, body_id = tito.rid("header"), tito.rid("body")
+    data = api.generate(tito, api.body(1, top={"request_id": body_id}),
+                        headers={"X-Request-Id": header})
+    if data.get("request_id") != f"generate-tokens-{header}":
+        fail(f"with header {header!r} and body {body_id!r} the request_id is "
+             f"{data.get('request_id')!r}")
+
+
+@checks("GEN-RESP-007")
+def test_optional_outputs_off_by_default(tito: Session) -> None:
+    tito.need_generate()
+    for i, choice in enumerate(choices_of(basic(tito))):
+        for key in ("routed_experts", "sampling_mask"):
+            if choice.get(key) is not None:
+                fail(f"choice {i} carries {key} although the server was not asked for it")

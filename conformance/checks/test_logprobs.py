@@ -1,0 +1,113 @@
+"""Tokens-mode logprobs and prompt logprobs."""
+
+from __future__ import annotations
+
+from conformance import api, semantics
+from conformance.registry import checks
+from conformance.semantics import choices_of, fail
+from conformance.session import Session
+
+K = 5
+
+
+def with_logprobs(s: Session) -> dict:
+    return s.remember(
+        "logprobs", lambda: api.generate(s, api.seeded(8, n=2, logprobs=K, ignore_eos=True))
+    )
+
+
+def entries(s: Session) -> list[tuple[str, list[dict], list[int]]]:
+    out = []
+    for choice in choices_of(with_logprobs(s)):
+        where = f"choice {choice.get('index')}"
+        out.append((where, semantics.token_logprobs(choice, K, where), choice["token_ids"]))
+    return out
+
+
+@checks("LOGP-001")
+def test_token_id_is_integer(tito: Session) -> None:
+    tito.need_generate()
+    for where, content, _ in entries(tito):
+        semantics.check_integer_ids(content, where)
+
+
+@checks("LOGP-002")
+def test_one_entry_per_token(tito: Session) -> None:
+    tito.need_generate()
+    for where, content, ids in entries(tito):
+        semantics.check_count(content, ids, where)
+
+
+@checks("LOGP-003")
+def test_sampled_first(tito: Session) -> None:
+    tito.need_generate()
+    for where, content, ids in entries(tito):
+        semantics.check_sampled_first(content, ids, where)
+
+
+@checks("LOGP-004")
+def test_no_logprobs_unless_asked(tito: Session) -> None:
+    tito.need_generate()
+    data = api.generate(tito, api.body(3))
+    for i, choice in enumerate(choices_of(data)):
+        if choice.get("logprobs") is not None:
+            fail(f"choice {i} carries logprobs although sampling_params.logprobs was not set")
+
+
+@checks("LOGP-005")
+def test_tokens_mode_entry_keys(tito: Session) -> None:
+    tito.need_generate()
+    for where, content, _ in entries(tito):
+        for i, entry in enumerate(content):
+            for item in [entry, *entry.get("top_logprobs", [])]:
+                extra = {"token", "bytes"} & set(item)
+                if extra or "rank" not in item or "token_id" not in item:
+                    fail(f"{where} entry {i}: tokens-mode item keys {sorted(item)} (needs "
+                         f"token_id and rank, no token or bytes)")
+
+
+@checks("LOGP-006")
+def test_ranks_consistent(tito: Session) -> None:
+    tito.need_generate()
+    for where, content, _ in entries(tito):
+        semantics.check_ranks(content, where)
+
+
+@checks("LOGP-007")
+def test_logprobs_finite_nonpositive(tito: Session) -> None:
+    tito.need_generate()
+    for where, content, _ in entries(tito):
+        semantics.check_finite(content, where)
+
+
+@checks("LOGP-008")
+def test_top_logprobs_count(tito: Session) -> None:
+    tito.need_generate()
+    for k in (0, K):
+        data = with_logprobs(tito) if k == K else api.generate(tito, api.seeded(4, logprobs=0))
+        for choice in choices_of(data):
+            for i, entry in enumerate(semantics.token_logprobs(choice, k)):
+                if len(entry.get("top_logprobs") or []) != max(k, 1):
+                    fail(f"logprobs {k}: entry {i} has {len(entry.get('top_logprobs') or [])} "
+                         f"top_logprobs, expected {max(k, 1)}")
+
+
+@checks("LOGP-009")
+def test_logprobs_above_max(tito: Session) -> None:
+    tito.need_generate()
+    api.rejected(tito, api.body(2, logprobs=21), what="logprobs 21")
+
+
+@checks("LOGP-010")
+def test_prompt_logprobs(tito: Session) -> None:
+    tito.need_generate()
+    data = api.generate(tito, api.body(2, prompt_logprobs=1))
+    plp = data.get("prompt_logprobs")
+    if not isinstance(plp, list) or len(plp) != len(api.PROMPT):
+        fail(f"prompt_logprobs {plp!r:.200} is not one entry per prompt token "
+             f"({len(api.PROMPT)})")
+    assert isinstance(plp, list)
+    if plp[0] is not None:
+        fail(f"prompt_logprobs[0] is {plp[0]!r}, expected null")
+    if any(not isinstance(e, dict) or not e for e in plp[1:]):
+        fail("prompt_logprobs entries after the first must be non-empty objects")

@@ -1,0 +1,155 @@
+"""Stop handling: stop_token_ids, EOS, stop strings and stop_reason."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from conformance import api
+from conformance.registry import checks
+from conformance.semantics import choices_of, fail
+from conformance.session import Session
+
+
+def stop_token_case(s: Session) -> tuple[list[int], int, int, dict[str, Any]]:
+    """A seeded run, a token of it that appears once, and the run again stopped there."""
+
+    def make() -> tuple[list[int], int, int, dict[str, Any]]:
+        ref = choices_of(api.generate(s, api.seeded(12, ignore_eos=True)))[0]["token_ids"]
+        for position in range(2, len(ref)):
+            if ref[position] not in ref[:position]:
+                break
+        else:
+            pytest.skip("not applicable: the seeded output repeats one token; no stop token")
+        stopped = api.generate(s, api.seeded(12, ignore_eos=True,
+                                              stop_token_ids=[ref[position]]))
+        return ref, position, ref[position], choices_of(stopped)[0]
+
+    return s.remember("stop-token", make)
+
+
+@checks("STOP-001")
+def test_stop_token_reason(tito: Session) -> None:
+    tito.need_generate()
+    _, _, token, choice = stop_token_case(tito)
+    if choice.get("finish_reason") != "stop" or choice.get("stop_reason") != token:
+        fail(f"stop_token_ids [{token}] matched: finish_reason {choice.get('finish_reason')!r}, "
+             f"stop_reason {choice.get('stop_reason')!r} (expected 'stop', {token})")
+
+
+@checks("STOP-002")
+def test_stop_token_kept(tito: Session) -> None:
+    tito.need_generate()
+    ref, position, token, choice = stop_token_case(tito)
+    if choice.get("token_ids") != ref[: position + 1]:
+        fail(f"stopped on {token}: token_ids {choice.get('token_ids')}, expected the stop token "
+             f"kept: {ref[: position + 1]}")
+
+
+@checks("STOP-003")
+def test_eos_stop_reason_null(tito: Session) -> None:
+    tito.need_generate()
+    for seed in range(4):
+        payload = api.body(48, temperature=1.0, seed=seed, n=8)
+        for choice in choices_of(api.generate(tito, payload)):
+            if choice.get("finish_reason") == "stop":
+                if choice.get("stop_reason") is not None:
+                    fail(f"a choice ended by EOS (no stop criteria sent) has stop_reason "
+                         f"{choice.get('stop_reason')!r}, expected null")
+                return
+    pytest.skip("not applicable: no sampled choice reached EOS within 4 x 8 x 48 tokens")
+
+
+@checks("STOP-004")
+def test_length_stop_reason_null(tito: Session) -> None:
+    tito.need_generate()
+    choice = choices_of(api.generate(tito, api.body(3, ignore_eos=True)))[0]
+    if choice.get("finish_reason") != "length" or choice.get("stop_reason") is not None:
+        fail(f"max_tokens reached: finish_reason {choice.get('finish_reason')!r}, stop_reason "
+             f"{choice.get('stop_reason')!r} (expected 'length', null)")
+
+
+def stop_string_case(s: Session) -> dict[str, Any]:
+    """A seeded text run, a stop string from its middle, and the run again with it."""
+
+    def make() -> dict[str, Any]:
+        payload = api.seeded(16, ignore_eos=True, logprobs=0) | {"output_mode": "text"}
+        ref = choices_of(api.generate(s, payload))[0]
+        text: str = ref.get("text") or ""
+        pieces = [bytes(e.get("bytes") or []) for e in ref["logprobs"]["content"]]
+        stop = None
+        for start in range(max(1, len(text) // 3), len(text) - 2):
+            candidate = text[start : start + 2]
+            if "\ufffd" not in candidate and candidate.strip() and text.find(candidate) > 0:
+                stop = candidate
+                break
+        if stop is None:
+            pytest.skip(f"not applicable: no usable stop string in {text!r}")
+        assert stop is not None
+        at = text.find(stop)
+        needed, joined = 0, b""
+        for needed, piece in enumerate(pieces, start=1):  # noqa: B007
+            joined += piece
+            if stop in joined.decode("utf-8", "replace"):
+                break
+        cut = dict(payload, sampling_params={**payload["sampling_params"], "stop": [stop]})
+        kept = dict(cut, sampling_params={**cut["sampling_params"],
+                                          "include_stop_str_in_output": True})
+        return {
+            "ref": ref, "text": text, "stop": stop, "at": at, "needed": needed, "cut_payload": cut,
+            "cut": choices_of(api.generate(s, cut))[0],
+            "kept": choices_of(api.generate(s, kept))[0],
+        }
+
+    return s.remember("stop-string", make)
+
+
+@checks("STOP-006")
+def test_stop_string_cut(tito: Session) -> None:
+    tito.need("text-mode")
+    case = stop_string_case(tito)
+    want = case["text"][: case["at"]]
+    if case["cut"].get("text") != want:
+        fail(f"stop {case['stop']!r}: text {case['cut'].get('text')!r}, expected {want!r}")
+
+
+@checks("STOP-007")
+def test_include_stop_str(tito: Session) -> None:
+    tito.need("text-mode")
+    case = stop_string_case(tito)
+    want = case["text"][: case["at"] + len(case["stop"])]
+    if case["kept"].get("text") != want:
+        fail(f"stop {case['stop']!r} with include_stop_str_in_output: text "
+             f"{case['kept'].get('text')!r}, expected {want!r}")
+
+
+@checks("STOP-008")
+def test_stop_string_tokens_kept(tito: Session) -> None:
+    tito.need("text-mode")
+    case = stop_string_case(tito)
+    ids = case["cut"].get("token_ids") or []
+    ref = case["ref"]["token_ids"]
+    if ids != ref[: len(ids)] or len(ids) < case["needed"]:
+        fail(f"stop {case['stop']!r}: token_ids {ids} must keep the {case['needed']} tokens "
+             f"that spell it (reference {ref[: case['needed']]})")
+
+
+@checks("STOP-009")
+def test_stop_string_reason(tito: Session) -> None:
+    tito.need("text-mode")
+    case = stop_string_case(tito)
+    cut = case["cut"]
+    if cut.get("finish_reason") != "stop" or cut.get("stop_reason") != case["stop"]:
+        fail(f"stop {case['stop']!r} matched: finish_reason {cut.get('finish_reason')!r}, "
+             f"stop_reason {cut.get('stop_reason')!r}")
+
+
+@checks("STOP-010")
+def test_stop_string_stream(tito: Session) -> None:
+    tito.need("text-mode")
+    case = stop_string_case(tito)
+    got = api.stream(tito, case["cut_payload"]).choices().get(0)
+    if got is None or got.text != case["cut"].get("text"):
+        fail(f"streamed with stop {case['stop']!r}: text {got.text if got else None!r}, "
+             f"non-streamed {case['cut'].get('text')!r}")

@@ -1,0 +1,181 @@
+"""The output_mode echo and text mode."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conformance import api
+from conformance.registry import checks
+from conformance.semantics import choices_of, fail
+from conformance.session import Session
+
+PLACEHOLDER = re.compile(r"^token_id:(\d+)$")
+SPECIAL = re.compile(r"^<\|.+\|>$")
+
+
+def text_payload() -> dict:
+    return api.seeded(10, n=2, logprobs=2) | {"output_mode": "text"}
+
+
+def text_response(s: Session) -> dict:
+    return s.remember("text", lambda: api.generate(s, text_payload(), what="text-mode generate"))
+
+
+def items(s: Session) -> list[tuple[str, dict]]:
+    out = []
+    for choice in choices_of(text_response(s)):
+        content = (choice.get("logprobs") or {}).get("content")
+        if not isinstance(content, list) or not content:
+            fail(f"choice {choice.get('index')}: text mode with logprobs 2 returned logprobs "
+                 f"{choice.get('logprobs')!r:.120}")
+        assert isinstance(content, list)
+        for i, entry in enumerate(content):
+            where = f"choice {choice.get('index')} entry {i}"
+            out.append((where, entry))
+            out += [(f"{where} top {j}", t) for j, t in enumerate(entry.get("top_logprobs", []))]
+    return out
+
+
+@checks("TEXT-001")
+def test_text_on_every_choice(tito: Session) -> None:
+    tito.need("text-mode")
+    for i, choice in enumerate(choices_of(text_response(tito))):
+        if not isinstance(choice.get("text"), str):
+            fail(f"choice {i} of a text-mode response has text {choice.get('text')!r}")
+
+
+@checks("TEXT-002")
+def test_text_logprobs_have_bytes(tito: Session) -> None:
+    tito.need("text-mode")
+    for where, item in items(tito):
+        placeholder = PLACEHOLDER.match(str(item.get("token")))
+        if "bytes" not in item or (item["bytes"] is None and not placeholder):
+            fail(f"{where}: text-mode logprob item has no bytes: {item}")
+
+
+@checks("TEXT-003")
+def test_text_logprobs_shape(tito: Session) -> None:
+    tito.need("text-mode")
+    for where, item in items(tito):
+        token = item.get("token")
+        if not isinstance(token, str) or "token_id" in item:
+            fail(f"{where}: a ChatCompletionLogProbs item has a token string and no token_id; "
+                 f"got keys {sorted(item)}")
+        assert isinstance(token, str)
+        raw = item.get("bytes")
+        if raw is not None and "\ufffd" not in token and bytes(raw) != token.encode():
+            fail(f"{where}: bytes {raw} are not the UTF-8 of token {token!r}")
+
+
+@checks("TEXT-004")
+def test_text_mode_same_tokens(tito: Session) -> None:
+    tito.need("text-mode")
+    payload = text_payload()
+    payload.pop("output_mode")
+    tokens = api.generate(tito, payload)
+    for a, b in zip(choices_of(tokens), choices_of(text_response(tito)), strict=False):
+        if a.get("token_ids") != b.get("token_ids"):
+            fail(f"choice {a.get('index')}: tokens mode {a.get('token_ids')} vs text mode "
+                 f"{b.get('token_ids')} for the same seeded request")
+
+
+@checks("TEXT-005")
+def test_response_echoes_output_mode(tito: Session) -> None:
+    tito.need_generate()
+    data = api.generate(tito, api.body(2, top={"output_mode": "tokens"}))
+    if "output_mode" not in data:
+        fail("the response does not echo output_mode (the server predates the field)")
+    if tito.features.tokenizer and "output_mode" not in text_response(tito):
+        fail("the text-mode response does not echo output_mode")
+
+
+@checks("TEXT-006")
+def test_chunks_echo_output_mode(tito: Session) -> None:
+    tito.need_generate()
+    got = api.stream(tito, api.body(4, ignore_eos=True))
+    for i, chunk in enumerate(got.chunks):
+        if "error" not in chunk and "output_mode" not in chunk:
+            fail(f"stream chunk {i} does not echo output_mode")
+
+
+@checks("TEXT-007")
+def test_echo_matches(tito: Session) -> None:
+    tito.need("text-mode")
+    mode = text_response(tito).get("output_mode")
+    if mode != "text":
+        fail(f'sent output_mode "text", the response says {mode!r}')
+    tokens = api.generate(tito, api.body(2, top={"output_mode": "tokens"}))
+    if tokens.get("output_mode") != "tokens":
+        fail(f'sent output_mode "tokens", the response says {tokens.get("output_mode")!r}')
+
+
+def _special_candidate(s: Session) -> int | None:
+    if s.features.render:
+        reply = s.client.post("/v1/chat/completions/render", {
+            "model": s.features.model, "messages": [{"role": "user", "content": "hi"}]})
+        data = reply.json() if reply.status == 200 else None
+        if isinstance(data, dict) and data.get("token_ids"):
+            return int(data["token_ids"][0])
+    return None
+
+
+@checks("TEXT-008")
+def test_skip_special_tokens(tito: Session) -> None:
+    tito.need("text-mode")
+    candidate = _special_candidate(tito)
+    if candidate is None:
+        pytest.skip("not applicable: no chat render to find a special token with")
+    texts = {}
+    for skip in (False, True):
+        payload = api.body(2, ignore_eos=True, allowed_token_ids=[candidate],
+                           skip_special_tokens=skip, top={"output_mode": "text"})
+        choice = choices_of(api.generate(tito, payload))[0]
+        if set(choice.get("token_ids") or []) != {candidate}:
+            pytest.skip("not applicable: the server does not honour allowed_token_ids, so no "
+                        "special token can be forced")
+        texts[skip] = choice.get("text", "")
+    if not texts[False]:
+        pytest.skip(f"not applicable: token {candidate} renders as empty text")
+    if texts[True] == texts[False]:
+        fail(f"skip_special_tokens true still shows the special token {candidate}: "
+             f"{texts[True]!r}")
+
+
+@checks("TEXT-009")
+def test_text_deltas(tito: Session) -> None:
+    tito.need("text-mode")
+    got = api.stream(tito, text_payload())
+    joined = got.choices()
+    for choice in choices_of(text_response(tito)):
+        part = joined.get(choice.get("index", 0))
+        if part is None or part.text != choice.get("text"):
+            fail(f"choice {choice.get('index')}: streamed text {part.text if part else None!r} "
+                 f"!= non-streamed {choice.get('text')!r}")
+
+
+@checks("TEXT-010")
+def test_text_needs_detokenize(tito: Session) -> None:
+    tito.need_generate()
+    api.rejected(tito, api.body(2, detokenize=False, top={"output_mode": "text"}),
+                 what='output_mode "text" with detokenize false')
+
+
+@checks("TEXT-011")
+def test_placeholders_name_tokens(tito: Session) -> None:
+    tito.need("text-mode")
+    found = False
+    for choice in choices_of(text_response(tito)):
+        content = (choice.get("logprobs") or {}).get("content") or []
+        for i, entry in enumerate(content):
+            match = PLACEHOLDER.match(str(entry.get("token")))
+            if match is None:
+                continue
+            found = True
+            if int(match.group(1)) != choice["token_ids"][i]:
+                fail(f"placeholder {entry.get('token')} for token_ids[{i}] = "
+                     f"{choice['token_ids'][i]}")
+    if not found:
+        pytest.skip("not applicable: the server does not send token_id:N placeholders "
+                    "(not started with --return-tokens-as-token-ids)")

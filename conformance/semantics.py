@@ -1,0 +1,124 @@
+"""What no schema can say: the arithmetic of logprobs, spans, usage and stop handling.
+
+Each function raises AssertionError with a message a server author can act on.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def fail(message: str) -> None:
+    raise AssertionError(message)
+
+
+def choices_of(response: dict[str, Any]) -> list[dict[str, Any]]:
+    choices = response.get("choices")
+    if not isinstance(choices, list) or not choices:
+        fail(f"response has no choices: {str(response)[:200]}")
+    assert isinstance(choices, list)
+    return choices
+
+
+def token_logprobs(choice: dict[str, Any], k: int, where: str = "choice") -> list[dict[str, Any]]:
+    """Tokens-mode logprobs of one choice, checked entry by entry (LOGP-*)."""
+    logprobs = choice.get("logprobs")
+    if not isinstance(logprobs, dict) or not isinstance(logprobs.get("content"), list):
+        fail(f"{where}: logprobs were requested but logprobs.content is {logprobs!r:.200}")
+    content: list[dict[str, Any]] = logprobs["content"]
+    return content
+
+
+def check_count(content: list[Any], token_ids: list[int], where: str) -> None:
+    if len(content) != len(token_ids):
+        fail(f"{where}: {len(content)} logprob entries for {len(token_ids)} token_ids")
+
+
+def check_integer_ids(content: list[dict[str, Any]], where: str) -> None:
+    for i, entry in enumerate(content):
+        for j, item in enumerate([entry, *entry.get("top_logprobs", [])]):
+            tid = item.get("token_id")
+            if not isinstance(tid, int) or isinstance(tid, bool):
+                fail(f"{where}: entry {i} item {j} token_id is {tid!r}, not an integer")
+
+
+def check_sampled_first(content: list[dict[str, Any]], token_ids: list[int], where: str) -> None:
+    for i, entry in enumerate(content):
+        top = entry.get("top_logprobs") or []
+        if not top:
+            fail(f"{where}: entry {i} has an empty top_logprobs")
+        if i < len(token_ids) and entry.get("token_id") != token_ids[i]:
+            fail(f"{where}: entry {i} token_id {entry.get('token_id')} != token_ids[{i}] "
+                 f"{token_ids[i]}")
+        if top[0].get("token_id") != entry.get("token_id"):
+            fail(f"{where}: entry {i}: the sampled token {entry.get('token_id')} is not first in "
+                 f"top_logprobs (first is {top[0].get('token_id')})")
+
+
+def check_finite(content: list[dict[str, Any]], where: str) -> None:
+    for i, entry in enumerate(content):
+        for item in [entry, *entry.get("top_logprobs", [])]:
+            value = item.get("logprob")
+            if not isinstance(value, int | float) or not math.isfinite(value) or value > 0:
+                fail(f"{where}: entry {i} has logprob {value!r}; logprobs are finite and <= 0")
+
+
+def check_ranks(content: list[dict[str, Any]], where: str) -> None:
+    """Rank 1 is the most likely; alternatives after the sampled token are in rank order."""
+    for i, entry in enumerate(content):
+        top = entry.get("top_logprobs") or []
+        rank = entry.get("rank")
+        if rank is not None and (not isinstance(rank, int) or rank < 1):
+            fail(f"{where}: entry {i} rank {rank!r} is not a positive integer")
+        others = top[1:]
+        ranks = [t.get("rank") for t in others]
+        if any(not isinstance(r, int) for r in ranks):
+            continue
+        if len(set(ranks)) != len(ranks) or ranks != sorted(ranks):
+            fail(f"{where}: entry {i} top_logprobs ranks {ranks} are not distinct and ascending")
+        if others and others[0].get("rank") != 1 and rank != 1:
+            fail(f"{where}: entry {i}: no entry has rank 1 (sampled rank {rank}, "
+                 f"alternatives {ranks})")
+        better = [t for t in others if t.get("logprob", -math.inf) > entry.get("logprob", 0)]
+        if isinstance(rank, int) and rank != 1 + len(better) and len(others) >= rank - 1:
+            fail(f"{where}: entry {i}: sampled rank {rank} but {len(better)} alternatives "
+                 f"are more likely")
+        for a, b in zip(others, others[1:], strict=False):
+            if a.get("logprob", 0) < b.get("logprob", 0) - 1e-6:
+                fail(f"{where}: entry {i}: rank {a.get('rank')} is less likely than rank "
+                     f"{b.get('rank')}")
+
+
+def check_spans(spans: Any, n_tokens: int, where: str) -> None:
+    """Half-open, contiguous, in order, covering exactly the output; [] for no tokens (WV-*)."""
+    if not isinstance(spans, list):
+        fail(f"{where}: weight_versions is {spans!r}, not a list")
+    if n_tokens == 0:
+        if spans != []:
+            fail(f"{where}: an output with no tokens must get [], got {spans}")
+        return
+    if not spans:
+        fail(f"{where}: weight_versions is [] for {n_tokens} tokens")
+    position = 0
+    for span in spans:
+        start, end = span.get("start"), span.get("end")
+        if start != position:
+            fail(f"{where}: span {span} starts at {start}, expected {position} (spans {spans})")
+        if not isinstance(end, int) or end <= start:
+            fail(f"{where}: span {span} is empty or reversed")
+        position = end
+    if position != n_tokens:
+        fail(f"{where}: spans end at {position} but the output has {n_tokens} tokens: {spans}")
+
+
+def check_usage(response: dict[str, Any], prompt_len: int) -> None:
+    usage = response.get("usage")
+    if not isinstance(usage, dict):
+        fail(f"usage is {usage!r}")
+    returned = sum(len(c.get("token_ids") or []) for c in choices_of(response))
+    expected = {"prompt_tokens": prompt_len, "completion_tokens": returned,
+                "total_tokens": prompt_len + returned}
+    got = {k: usage.get(k) for k in expected}
+    if got != expected:
+        fail(f"usage {got} does not count what was returned {expected}")
