@@ -27,8 +27,9 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    with running_server(["--enable-scale-out", "--mock-itl-ms", "2", "--max-num-seqs", "2"],
-                        DEV) as url:
+    with running_server(
+        ["--enable-scale-out", "--mock-itl-ms", "2", "--max-num-seqs", "2"], DEV
+    ) as url:
         yield url
 
 
@@ -94,8 +95,10 @@ async def test_disconnect_aborts(server: str) -> None:
 
 async def test_capacity_queues_and_abort_while_queued(server: str) -> None:
     async with httpx.AsyncClient(base_url=server) as client:
-        fillers = [asyncio.create_task(client.post(GEN, json=LONG, headers={"X-Request-Id": f"f{i}"}))
-                   for i in range(2)]
+        fillers = [
+            asyncio.create_task(client.post(GEN, json=LONG, headers={"X-Request-Id": f"f{i}"}))
+            for i in range(2)
+        ]
         await asyncio.sleep(0.05)
         queued = asyncio.create_task(client.post(GEN, json=LONG, headers={"X-Request-Id": "q"}))
         await wait_stats(client, "queued", 1)
@@ -141,10 +144,13 @@ async def test_gating_and_paths() -> None:
     async with asgi_client(["--enable-scale-out"]) as client:
         assert (await client.post("/abort_requests", json={"request_ids": []})).status_code == 404
     async with asgi_client(["--tokens-only", "--api-key", "k"]) as client:
-        assert (await client.post("/abort_requests", json={"request_ids": ["x"]})).status_code == 200
+        assert (
+            await client.post("/abort_requests", json={"request_ids": ["x"]})
+        ).status_code == 200
         r = await client.post(ABORT, json={"request_ids": ["x"]})
         assert r.status_code == 401 and r.json() == {"error": "Unauthorized"}
         assert (await client.get("/health")).status_code == 200
-        ok = await client.post(ABORT, json={"request_ids": ["x"]},
-                               headers={"Authorization": "bearer k"})
+        ok = await client.post(
+            ABORT, json={"request_ids": ["x"]}, headers={"Authorization": "bearer k"}
+        )
         assert ok.status_code == 200

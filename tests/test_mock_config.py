@@ -24,8 +24,21 @@ def test_defaults() -> None:
 
 def test_vllm_flags_and_env() -> None:
     cfg = parse_args(
-        ["Qwen/Qwen3-0.6B", "--tokens-only", "--api-key", "a", "--api-key", "b", "--dtype",
-         "float32", "--enforce-eager", "--max-logprobs", "5", "--data-parallel-size", "2"],
+        [
+            "Qwen/Qwen3-0.6B",
+            "--tokens-only",
+            "--api-key",
+            "a",
+            "--api-key",
+            "b",
+            "--dtype",
+            "float32",
+            "--enforce-eager",
+            "--max-logprobs",
+            "5",
+            "--data-parallel-size",
+            "2",
+        ],
         {"VLLM_SERVER_DEV_MODE": "1"},
     )
     assert cfg.tokens_only and cfg.scale_out and not cfg.has_tokenizer and cfg.dev_mode

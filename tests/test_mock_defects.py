@@ -60,7 +60,9 @@ async def stop_probe(c: httpx.AsyncClient, text: bool = False) -> Any:
     first = ch(await j(c, base))
     if text:
         stop = first["text"][4:7]
-        return ch(await j(c, {**base, "sampling_params": {**base["sampling_params"], "stop": [stop]}}))
+        return ch(
+            await j(c, {**base, "sampling_params": {**base["sampling_params"], "stop": [stop]}})
+        )
     stop_id = first["token_ids"][3]
     req = {**base, "sampling_params": {**base["sampling_params"], "stop_token_ids": [stop_id]}}
     return ch(await j(c, req))
@@ -68,8 +70,11 @@ async def stop_probe(c: httpx.AsyncClient, text: bool = False) -> Any:
 
 async def eos_probe(c: httpx.AsyncClient) -> Any:
     for seed in range(200):
-        choice = ch(await j(c, {"token_ids": [1, 2, 3], "sampling_params": {"max_tokens": 60,
-                                                                            "seed": seed}}))
+        choice = ch(
+            await j(
+                c, {"token_ids": [1, 2, 3], "sampling_params": {"max_tokens": 60, "seed": seed}}
+            )
+        )
         if choice["finish_reason"] == "stop":
             return choice["stop_reason"]
     raise AssertionError("no EOS")
@@ -124,11 +129,17 @@ PROBES: dict[str, tuple[list[str], Probe]] = {
     "request-id-body-wins": (SO, lambda c: j(c, {**B, "request_id": "b"}, **{"X-Request-Id": "h"})),
     "usage-miscount": (SO, lambda c: j(c, B)),
     "finish-reason-null": (SO, lambda c: j(c, B)),
-    "max-tokens-default-16": ([*SO, "--max-model-len", "64"],
-                              lambda c: j(c, {"token_ids": [1], "sampling_params": {"ignore_eos": True}})),
+    "max-tokens-default-16": (
+        [*SO, "--max-model-len", "64"],
+        lambda c: j(c, {"token_ids": [1], "sampling_params": {"ignore_eos": True}}),
+    ),
     "max-tokens-overrun": (SO, lambda c: j(c, B)),
-    "seed-ignored": (SO, lambda c: asyncio.gather(j(c, sp(seed=1, temperature=1.0)),
-                                                  j(c, sp(seed=1, temperature=1.0)))),
+    "seed-ignored": (
+        SO,
+        lambda c: asyncio.gather(
+            j(c, sp(seed=1, temperature=1.0)), j(c, sp(seed=1, temperature=1.0))
+        ),
+    ),
     "greedy-not-greedy": (SO, lambda c: j(c, sp(temperature=0, logprobs=1))),
     "n-ignored": (SO, lambda c: j(c, sp(n=2))),
     "prompt-token-ids-missing": (SO, lambda c: j(c, {**B, "return_token_ids": True})),
@@ -154,7 +165,10 @@ PROBES: dict[str, tuple[list[str], Probe]] = {
     "stream-cumulative-deltas": (SO, lambda c: raw(c, B)),
     "stream-weight-versions-every-chunk": (SO, lambda c: raw(c, B)),
     "stream-finish-reason-early": (SO, lambda c: raw(c, B)),
-    "stream-no-usage-chunk": (SO, lambda c: raw(c, {**B, "stream_options": {"include_usage": True}})),
+    "stream-no-usage-chunk": (
+        SO,
+        lambda c: raw(c, {**B, "stream_options": {"include_usage": True}}),
+    ),
     "stream-multi-choice-chunk": (SO, lambda c: raw(c, sp(n=2))),
     "stream-error-as-http": (SO, lambda c: status(c, {**sp(logprobs=21), "stream": True})),
     "text-no-bytes": (SO, lambda c: j(c, {**sp(logprobs=1), "output_mode": "text"})),
@@ -169,9 +183,14 @@ PROBES: dict[str, tuple[list[str], Probe]] = {
     "abort-missing-ids-200": (SO, lambda c: status(c, {}, "/inference/v1/abort_requests")),
     "abort-finish-reason-length": (SO, lambda c: j(c, B, **{"X-Mock-Abort-After-Tokens": "2"})),
     "abort-no-partial-output": (SO, lambda c: j(c, B, **{"X-Mock-Abort-After-Tokens": "2"})),
-    "abort-no-auth": (AUTH, lambda c: status(c, {"request_ids": []}, "/inference/v1/abort_requests")),
-    "legacy-abort-requires-key": (["--tokens-only", "--api-key", "k"],
-                                  lambda c: status(c, {"request_ids": []}, "/abort_requests")),
+    "abort-no-auth": (
+        AUTH,
+        lambda c: status(c, {"request_ids": []}, "/inference/v1/abort_requests"),
+    ),
+    "legacy-abort-requires-key": (
+        ["--tokens-only", "--api-key", "k"],
+        lambda c: status(c, {"request_ids": []}, "/abort_requests"),
+    ),
     "legacy-abort-everywhere": (SO, lambda c: status(c, {"request_ids": []}, "/abort_requests")),
     "dp-rank-unchecked": (SO, lambda c: status(c, B, headers={"X-data-parallel-rank": "5"})),
     "dp-rank-non-int-400": (SO, lambda c: status(c, B, headers={"X-data-parallel-rank": "abc"})),
@@ -182,24 +201,52 @@ PROBES: dict[str, tuple[list[str], Probe]] = {
     "disabled-message-wrong": ([], lambda c: j(c, B)),
     "disabled-validates-first": ([], lambda c: status(c, {"token_ids": []})),
     "tokens-only-stop-accepted": (["--tokens-only"], lambda c: status(c, sp(stop=["x"]))),
-    "tokens-only-text-accepted": (["--tokens-only"], lambda c: status(c, {**B, "output_mode": "text"})),
+    "tokens-only-text-accepted": (
+        ["--tokens-only"],
+        lambda c: status(c, {**B, "output_mode": "text"}),
+    ),
     "derender-accepts-text": (SO, derender_text),
-    "render-generate-mismatch": (SO, lambda c: c.post("/v1/completions/render",
-                                                      json={"prompt": [1, 2], "max_tokens": 2})),
-    "features-content-parts-accepted": (SO, lambda c: status(
-        c, {**B, "features": {"mm_hashes": {}}, "content_parts": [{"type": "image_url", "url": "x"}]})),
+    "render-generate-mismatch": (
+        SO,
+        lambda c: c.post("/v1/completions/render", json={"prompt": [1, 2], "max_tokens": 2}),
+    ),
+    "features-content-parts-accepted": (
+        SO,
+        lambda c: status(
+            c,
+            {
+                **B,
+                "features": {"mm_hashes": {}},
+                "content_parts": [{"type": "image_url", "url": "x"}],
+            },
+        ),
+    ),
     "validation-422": (SO, lambda c: status(c, {"token_ids": [], "sampling_params": {}})),
     "error-body-flat": (SO, lambda c: j(c, {"token_ids": [], "sampling_params": {}})),
-    "empty-token-ids-accepted": (SO, lambda c: status(c, {"token_ids": [], "sampling_params": {
-        "max_tokens": 2}})),
-    "negative-token-ids-accepted": (SO, lambda c: status(c, {"token_ids": [5, -1], "sampling_params": {
-        "max_tokens": 2}})),
-    "oov-token-500": (SO, lambda c: asyncio.gather(
-        status(c, {"token_ids": [151936], "sampling_params": {}}), status(c, B))),
-    "invalid-json-500": (SO, lambda c: c.post(GEN, content=b"{bad",
-                                              headers={"content-type": "application/json"})),
-    "wrong-content-type-accepted": (SO, lambda c: c.post(GEN, content=json.dumps(B).encode(),
-                                                         headers={"content-type": "text/plain"})),
+    "empty-token-ids-accepted": (
+        SO,
+        lambda c: status(c, {"token_ids": [], "sampling_params": {"max_tokens": 2}}),
+    ),
+    "negative-token-ids-accepted": (
+        SO,
+        lambda c: status(c, {"token_ids": [5, -1], "sampling_params": {"max_tokens": 2}}),
+    ),
+    "oov-token-500": (
+        SO,
+        lambda c: asyncio.gather(
+            status(c, {"token_ids": [151936], "sampling_params": {}}), status(c, B)
+        ),
+    ),
+    "invalid-json-500": (
+        SO,
+        lambda c: c.post(GEN, content=b"{bad", headers={"content-type": "application/json"}),
+    ),
+    "wrong-content-type-accepted": (
+        SO,
+        lambda c: c.post(
+            GEN, content=json.dumps(B).encode(), headers={"content-type": "text/plain"}
+        ),
+    ),
     "hang-generate": (SO, hang_probe),
     "garbage-json": (SO, garbage_probe),
     "schema-index-string": (SO, lambda c: j(c, B)),
@@ -216,8 +263,11 @@ def normalise(value: Any) -> Any:
             body = value.text
         return value.status_code, normalise(body)
     if isinstance(value, str) and value.startswith("data: "):
-        return [normalise(e) for e in events(value)], value.endswith("data: [DONE]\n\n"), \
-            "\n\n" in value
+        return (
+            [normalise(e) for e in events(value)],
+            value.endswith("data: [DONE]\n\n"),
+            "\n\n" in value,
+        )
     if isinstance(value, dict):
         keep = {k: normalise(v) for k, v in value.items() if k not in VOLATILE}
         if "request_id" in value and isinstance(value["request_id"], str):

@@ -18,11 +18,13 @@ URL = "/inference/v1/generate"
 def anyio_backend() -> str:
     return "asyncio"
 
+
 PROMPT = [151644, 872, 198]
 
 
-async def gen(argv: list[str], body: dict[str, Any], headers: dict[str, str] | None = None,
-              status: int = 200) -> Any:
+async def gen(
+    argv: list[str], body: dict[str, Any], headers: dict[str, str] | None = None, status: int = 200
+) -> Any:
     async with asgi_client(argv) as client:
         r = await client.post(URL, json=body, headers=headers or {})
     assert r.status_code == status, r.text
@@ -42,18 +44,41 @@ def body(**sp: Any) -> dict[str, Any]:
 async def test_basic_shape_and_key_order() -> None:
     data = await gen(SO, body(max_tokens=4, logprobs=1))
     assert list(data) == [
-        "request_id", "model", "created", "usage", "prompt_logprobs", "prompt_token_id_logprobs",
-        "prompt_token_ids", "mm_placeholders", "metrics", "kv_transfer_params",
-        "ec_transfer_params", "output_mode", "choices",
+        "request_id",
+        "model",
+        "created",
+        "usage",
+        "prompt_logprobs",
+        "prompt_token_id_logprobs",
+        "prompt_token_ids",
+        "mm_placeholders",
+        "metrics",
+        "kv_transfer_params",
+        "ec_transfer_params",
+        "output_mode",
+        "choices",
     ]
     choice = data["choices"][0]
-    assert list(choice) == ["index", "finish_reason", "stop_reason", "token_ids", "routed_experts",
-                            "sampling_mask", "weight_versions", "logprobs"]
+    assert list(choice) == [
+        "index",
+        "finish_reason",
+        "stop_reason",
+        "token_ids",
+        "routed_experts",
+        "sampling_mask",
+        "weight_versions",
+        "logprobs",
+    ]
     assert data["request_id"].startswith("generate-tokens-") and data["output_mode"] == "tokens"
     assert len(choice["token_ids"]) == 4 and choice["finish_reason"] == "length"
     assert choice["weight_versions"] == [{"version": "default", "start": 0, "end": 4}]
-    assert data["usage"] == {"prompt_tokens": 3, "total_tokens": 7, "completion_tokens": 4,
-                             "prompt_tokens_details": None, "completion_tokens_details": None}
+    assert data["usage"] == {
+        "prompt_tokens": 3,
+        "total_tokens": 7,
+        "completion_tokens": 4,
+        "prompt_tokens_details": None,
+        "completion_tokens_details": None,
+    }
 
 
 async def test_deterministic_seed_and_greedy() -> None:
@@ -112,7 +137,8 @@ async def test_n_choices_and_limit() -> None:
     assert data["usage"]["completion_tokens"] == sum(len(c["token_ids"]) for c in data["choices"])
     err = await gen([*SO, "--max-num-seqs", "4"], body(max_tokens=2, n=5), status=400)
     assert err["error"]["message"] == (
-        "sampling_params.n must be at most the server's max_num_seqs (4), got 5.")
+        "sampling_params.n must be at most the server's max_num_seqs (4), got 5."
+    )
     await gen(SO, body(max_tokens=2, n=2, temperature=0), status=400)
 
 
@@ -164,9 +190,18 @@ async def test_request_id_rules() -> None:
     assert d["request_id"] == "generate-tokens-b"
 
 
-@pytest.mark.parametrize(("value", "status"), [
-    ("0", 200), (" 0 ", 200), ("+0", 200), ("abc", 200), ("1.5", 200), ("1", 400), ("-1", 400),
-])
+@pytest.mark.parametrize(
+    ("value", "status"),
+    [
+        ("0", 200),
+        (" 0 ", 200),
+        ("+0", 200),
+        ("abc", 200),
+        ("1.5", 200),
+        ("1", 400),
+        ("-1", 400),
+    ],
+)
 async def test_dp_rank_header(value: str, status: int) -> None:
     data = await gen(SO, body(max_tokens=1), {"x-DATA-parallel-RANK": value}, status=status)
     if status == 400:
@@ -174,11 +209,29 @@ async def test_dp_rank_header(value: str, status: int) -> None:
 
 
 async def test_nulls_and_unknown_keys() -> None:
-    sp = {"max_tokens": 2, "stop": None, "seed": None, "logprobs": None, "prompt_logprobs": None,
-          "stop_token_ids": None, "output_kind": 2, "skip_clone": True, "bad_words": [],
-          "skip_reading_prefix_cache": False, "extra_args": {}, "flat_logprobs": False}
-    req = {"token_ids": PROMPT, "sampling_params": sp, "features": None, "cache_salt": None,
-           "kv_transfer_params": None, "stream": None, "frobnicate": 1}
+    sp = {
+        "max_tokens": 2,
+        "stop": None,
+        "seed": None,
+        "logprobs": None,
+        "prompt_logprobs": None,
+        "stop_token_ids": None,
+        "output_kind": 2,
+        "skip_clone": True,
+        "bad_words": [],
+        "skip_reading_prefix_cache": False,
+        "extra_args": {},
+        "flat_logprobs": False,
+    }
+    req = {
+        "token_ids": PROMPT,
+        "sampling_params": sp,
+        "features": None,
+        "cache_salt": None,
+        "kv_transfer_params": None,
+        "stream": None,
+        "frobnicate": 1,
+    }
     await gen(SO, req, {"X-Session-ID": "s"})
     for key in ("temperature", "top_p", "top_k", "n", "ignore_eos", "detokenize"):
         err = await gen(SO, body(max_tokens=1, **{key: None}), status=400)
@@ -187,23 +240,44 @@ async def test_nulls_and_unknown_keys() -> None:
         await gen(SO, {**body(max_tokens=1), key: None}, status=400)
 
 
-@pytest.mark.parametrize(("req", "needle"), [
-    ({"sampling_params": {}}, "'missing', 'loc': 'body.token_ids'"),
-    ({"token_ids": []}, "too_short"),
-    ({"token_ids": [5, -1], "sampling_params": {}}, "must not contain negative values"),
-    ({"token_ids": "hi", "sampling_params": {}}, "list_type"),
-    ({"token_ids": [1]}, "'loc': 'body.sampling_params'"),
-    ({"token_ids": [1], "sampling_params": {}, "output_mode": "bogus"}, "literal_error"),
-    ({"token_ids": [1], "sampling_params": {"temperature": -1}}, "temperature must be non-negative"),
-    ({"token_ids": [1], "sampling_params": {"detokenize": False}, "output_mode": "text"},
-     "requires sampling_params.detokenize"),
-    ({"token_ids": [1], "sampling_params": {}, "cache_salt": ""}, "cache_salt"),
-    ({"token_ids": [1], "sampling_params": {}, "features": {}, "content_parts": [{"type": "x"}]},
-     "mutually exclusive"),
-    ({"token_ids": [151936], "sampling_params": {}}, "Token id 151936 is out of vocabulary"),
-    ({"token_ids": [1], "stream": True, "sampling_params": {"prompt_logprob_token_ids": [[1]]}},
-     "not available when stream=true"),
-])
+@pytest.mark.parametrize(
+    ("req", "needle"),
+    [
+        ({"sampling_params": {}}, "'missing', 'loc': 'body.token_ids'"),
+        ({"token_ids": []}, "too_short"),
+        ({"token_ids": [5, -1], "sampling_params": {}}, "must not contain negative values"),
+        ({"token_ids": "hi", "sampling_params": {}}, "list_type"),
+        ({"token_ids": [1]}, "'loc': 'body.sampling_params'"),
+        ({"token_ids": [1], "sampling_params": {}, "output_mode": "bogus"}, "literal_error"),
+        (
+            {"token_ids": [1], "sampling_params": {"temperature": -1}},
+            "temperature must be non-negative",
+        ),
+        (
+            {"token_ids": [1], "sampling_params": {"detokenize": False}, "output_mode": "text"},
+            "requires sampling_params.detokenize",
+        ),
+        ({"token_ids": [1], "sampling_params": {}, "cache_salt": ""}, "cache_salt"),
+        (
+            {
+                "token_ids": [1],
+                "sampling_params": {},
+                "features": {},
+                "content_parts": [{"type": "x"}],
+            },
+            "mutually exclusive",
+        ),
+        ({"token_ids": [151936], "sampling_params": {}}, "Token id 151936 is out of vocabulary"),
+        (
+            {
+                "token_ids": [1],
+                "stream": True,
+                "sampling_params": {"prompt_logprob_token_ids": [[1]]},
+            },
+            "not available when stream=true",
+        ),
+    ],
+)
 async def test_bad_input_400(req: dict[str, Any], needle: str) -> None:
     err = await gen(SO, req, status=400)
     assert needle in err["error"]["message"]
@@ -217,11 +291,15 @@ async def test_model_name_404() -> None:
 
 async def test_invalid_json_content_type_and_oversize() -> None:
     async with asgi_client([*SO, "--mock-max-body-bytes", "1000"]) as client:
-        r = await client.post(URL, content=b'{"token_ids": [1,2,',
-                              headers={"content-type": "application/json"})
+        r = await client.post(
+            URL, content=b'{"token_ids": [1,2,', headers={"content-type": "application/json"}
+        )
         assert r.status_code == 400 and "json_invalid" in r.json()["error"]["message"]
-        r = await client.post(URL, content=b'{"token_ids": [1], "sampling_params": {}}',
-                              headers={"content-type": "text/plain"})
+        r = await client.post(
+            URL,
+            content=b'{"token_ids": [1], "sampling_params": {}}',
+            headers={"content-type": "text/plain"},
+        )
         assert r.status_code == 400 and "Unsupported Media Type" in r.json()["error"]["message"]
         r = await client.post(URL, json={"token_ids": [1] * 1000, "sampling_params": {}})
         assert r.status_code == 413

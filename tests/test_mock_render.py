@@ -17,9 +17,14 @@ def anyio_backend() -> str:
 
 async def test_pipeline_roundtrip() -> None:
     async with asgi_client(["--enable-scale-out"]) as c:
-        r = await c.post("/v1/chat/completions/render",
-                         json={"messages": [{"role": "user", "content": "hi there"}],
-                               "max_tokens": 6, "temperature": 0})
+        r = await c.post(
+            "/v1/chat/completions/render",
+            json={
+                "messages": [{"role": "user", "content": "hi there"}],
+                "max_tokens": 6,
+                "temperature": 0,
+            },
+        )
         assert r.status_code == 200
         rendered = r.json()
         schema_validator("GenerateRequest").validate(rendered)
@@ -29,16 +34,18 @@ async def test_pipeline_roundtrip() -> None:
         d = await c.post("/v1/chat/completions/derender", json={"generate_response": gen})
         assert d.status_code == 200 and d.json()["id"] == gen["request_id"]
         schema_validator("ChatCompletionResponse").validate(d.json())
-        r = await c.post("/v1/completions/render", json={"prompt": "def hello(", "max_tokens": 3,
-                                                         "logprobs": 1})
+        r = await c.post(
+            "/v1/completions/render", json={"prompt": "def hello(", "max_tokens": 3, "logprobs": 1}
+        )
         (req,) = r.json()
         gen = (await c.post("/inference/v1/generate", json=req)).json()
         d = await c.post("/v1/completions/derender", json={"generate_responses": [gen]})
         schema_validator("CompletionResponse").validate(d.json())
         text = d.json()["choices"][0]["text"]
         assert text == "".join(d.json()["choices"][0]["logprobs"]["tokens"])
-        text_resp = (await c.post("/inference/v1/generate",
-                                  json={**req, "output_mode": "text"})).json()
+        text_resp = (
+            await c.post("/inference/v1/generate", json={**req, "output_mode": "text"})
+        ).json()
         bad = await c.post("/v1/completions/derender", json={"generate_responses": [text_resp]})
         assert bad.status_code == 400 and "literal_error" in bad.json()["error"]["message"]
         empty = await c.post("/v1/completions/derender", json={"generate_responses": []})
@@ -47,22 +54,34 @@ async def test_pipeline_roundtrip() -> None:
 
 async def test_stream_derender_sequence() -> None:
     async with asgi_client(["--enable-scale-out"]) as c:
-        gen = await c.post("/inference/v1/generate", json={
-            "token_ids": [1, 2], "stream": True,
-            "sampling_params": {"max_tokens": 8, "seed": 3, "ignore_eos": True}})
+        gen = await c.post(
+            "/inference/v1/generate",
+            json={
+                "token_ids": [1, 2],
+                "stream": True,
+                "sampling_params": {"max_tokens": 8, "seed": 3, "ignore_eos": True},
+            },
+        )
         import json
 
         chunks = [json.loads(x[6:]) for x in gen.text.split("\n\n") if x.startswith("data: {")]
         state, text = None, ""
         for chunk in chunks:
-            d = await c.post("/v1/completions/derender",
-                             json={"stream": True, "generate_chunk": chunk, "stream_state": state})
+            d = await c.post(
+                "/v1/completions/derender",
+                json={"stream": True, "generate_chunk": chunk, "stream_state": state},
+            )
             schema_validator("DerenderStreamResponse").validate(d.json())
             state = d.json()["stream_state"]
             text += d.json()["chunk"]["choices"][0]["text"]
-        full = await c.post("/inference/v1/generate", json={
-            "token_ids": [1, 2], "output_mode": "text",
-            "sampling_params": {"max_tokens": 8, "seed": 3, "ignore_eos": True}})
+        full = await c.post(
+            "/inference/v1/generate",
+            json={
+                "token_ids": [1, 2],
+                "output_mode": "text",
+                "sampling_params": {"max_tokens": 8, "seed": 3, "ignore_eos": True},
+            },
+        )
         assert text == full.json()["choices"][0]["text"]
 
 

@@ -21,14 +21,16 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-async def stream(argv: list[str], req: dict[str, Any], headers: dict[str, str] | None = None
-                 ) -> tuple[bytes, list[Any]]:
+async def stream(
+    argv: list[str], req: dict[str, Any], headers: dict[str, str] | None = None
+) -> tuple[bytes, list[Any]]:
     """Raw bytes and the parsed events (the final "[DONE]" kept as a string)."""
     async with asgi_client(argv) as client:
         raw = (await client.post(URL, json={**req, "stream": True}, headers=headers or {})).content
         events: list[Any] = []
-        async with aconnect_sse(client, "POST", URL, json={**req, "stream": True},
-                                headers=headers or {}) as source:
+        async with aconnect_sse(
+            client, "POST", URL, json={**req, "stream": True}, headers=headers or {}
+        ) as source:
             assert source.response.headers["content-type"] == "text/event-stream; charset=utf-8"
             async for sse in source.aiter_sse():
                 events.append(sse.data if sse.data == "[DONE]" else json.loads(sse.data))
@@ -38,8 +40,10 @@ async def stream(argv: list[str], req: dict[str, Any], headers: dict[str, str] |
 
 
 async def test_framing_and_chunks() -> None:
-    req = {"token_ids": [1, 2, 3], "sampling_params": {"max_tokens": 5, "temperature": 0,
-                                                       "logprobs": 1}}
+    req = {
+        "token_ids": [1, 2, 3],
+        "sampling_params": {"max_tokens": 5, "temperature": 0, "logprobs": 1},
+    }
     raw, events = await stream(SO, req)
     assert raw.endswith(b"data: [DONE]\n\n")
     parts = raw.split(b"\n\n")
@@ -61,12 +65,18 @@ async def test_framing_and_chunks() -> None:
 
 
 async def test_usage_chunks() -> None:
-    req = {"token_ids": [1, 2, 3], "stream_options": {"include_usage": True},
-           "sampling_params": {"max_tokens": 3, "ignore_eos": True}}
+    req = {
+        "token_ids": [1, 2, 3],
+        "stream_options": {"include_usage": True},
+        "sampling_params": {"max_tokens": 3, "ignore_eos": True},
+    }
     _, events = await stream(SO, req)
     usage = events[-2]
     assert usage["choices"] == [] and usage["usage"] == {
-        "prompt_tokens": 3, "total_tokens": 6, "completion_tokens": 3}
+        "prompt_tokens": 3,
+        "total_tokens": 6,
+        "completion_tokens": 3,
+    }
     schema_validator("GenerateUsageChunk").validate(usage)
     req["stream_options"] = {"include_usage": True, "continuous_usage_stats": True}
     _, events = await stream(SO, req)
@@ -75,8 +85,11 @@ async def test_usage_chunks() -> None:
 
 
 async def test_n2_interleaved_and_prompt_ids_first_chunk_only() -> None:
-    req = {"token_ids": [1, 2, 3], "return_token_ids": True,
-           "sampling_params": {"max_tokens": 3, "n": 2, "ignore_eos": True}}
+    req = {
+        "token_ids": [1, 2, 3],
+        "return_token_ids": True,
+        "sampling_params": {"max_tokens": 3, "n": 2, "ignore_eos": True},
+    }
     _, events = await stream(SO, req)
     chunks = events[:-1]
     assert chunks[0]["prompt_token_ids"] == [1, 2, 3]
@@ -92,8 +105,9 @@ async def test_engine_side_errors_are_events() -> None:
     assert len(events) == 2 and events[1] == "[DONE]"
     schema_validator("StreamErrorEvent").validate(events[0])
     assert raw.startswith(b'data: {"error": {"message": ')  # json.dumps spacing, as vLLM
-    _, events = await stream(SO, {"token_ids": [1], "sampling_params": {}},
-                             {"X-data-parallel-rank": "3"})
+    _, events = await stream(
+        SO, {"token_ids": [1], "sampling_params": {}}, {"X-data-parallel-rank": "3"}
+    )
     assert "out of range" in events[0]["error"]["message"]
     async with asgi_client(SO) as client:  # schema errors stay HTTP 400
         r = await client.post(URL, json={"token_ids": [], "stream": True, "sampling_params": {}})

@@ -60,8 +60,11 @@ async def post(argv: list[str], req: dict[str, Any]) -> Any:
 
 
 async def test_text_mode_response() -> None:
-    req = {"token_ids": [1, 2, 3], "output_mode": "text",
-           "sampling_params": {"max_tokens": 8, "seed": 2, "logprobs": 2}}
+    req = {
+        "token_ids": [1, 2, 3],
+        "output_mode": "text",
+        "sampling_params": {"max_tokens": 8, "seed": 2, "logprobs": 2},
+    }
     data = await post(SO, req)
     schema_validator("GenerateTextResponse").validate(data)
     choice = data["choices"][0]
@@ -77,8 +80,11 @@ async def test_text_mode_response() -> None:
 
 
 async def test_stop_string_cut_and_included() -> None:
-    base = {"token_ids": [1, 2, 3], "output_mode": "text",
-            "sampling_params": {"max_tokens": 12, "seed": 4, "ignore_eos": True}}
+    base = {
+        "token_ids": [1, 2, 3],
+        "output_mode": "text",
+        "sampling_params": {"max_tokens": 12, "seed": 4, "ignore_eos": True},
+    }
     full = await post(SO, base)
     text = full["choices"][0]["text"]
     stop = text[5:8]
@@ -90,17 +96,25 @@ async def test_stop_string_cut_and_included() -> None:
     sp["include_stop_str_in_output"] = True
     inc = (await post(SO, {**base, "sampling_params": sp}))["choices"][0]
     assert inc["text"] == text[: text.index(stop) + len(stop)]
-    raw = await post(SO, {**base, "stream": True, "sampling_params": {**sp,
-                                                                      "include_stop_str_in_output": False}})
-    chunks = [json.loads(line[6:]) for line in raw.decode().split("\n\n") if line.startswith("data: {")]
+    raw = await post(
+        SO, {**base, "stream": True, "sampling_params": {**sp, "include_stop_str_in_output": False}}
+    )
+    chunks = [
+        json.loads(line[6:]) for line in raw.decode().split("\n\n") if line.startswith("data: {")
+    ]
     assert "".join(c["choices"][0]["text"] for c in chunks) == cut["text"]
     tokens_mode = await post(SO, {"token_ids": [1, 2, 3], "sampling_params": sp})
-    assert tokens_mode["choices"][0]["stop_reason"] == stop and "text" not in tokens_mode["choices"][0]
+    assert (
+        tokens_mode["choices"][0]["stop_reason"] == stop and "text" not in tokens_mode["choices"][0]
+    )
 
 
 async def test_skip_special_tokens() -> None:
-    req = {"token_ids": [1, 2, 3], "output_mode": "text",
-           "sampling_params": {"max_tokens": 60, "ignore_eos": True, "seed": 0}}
+    req = {
+        "token_ids": [1, 2, 3],
+        "output_mode": "text",
+        "sampling_params": {"max_tokens": 60, "ignore_eos": True, "seed": 0},
+    }
     for seed in range(100):
         req["sampling_params"]["seed"] = seed
         data = await post(SO, req)
@@ -113,13 +127,15 @@ async def test_skip_special_tokens() -> None:
 
 async def test_tokens_only_rejections() -> None:
     async with asgi_client(["--tokens-only"]) as client:
-        r = await client.post(URL, json={"token_ids": [1], "output_mode": "text",
-                                         "sampling_params": {}})
+        r = await client.post(
+            URL, json={"token_ids": [1], "output_mode": "text", "sampling_params": {}}
+        )
         assert r.status_code == 400 and "requires a tokenizer" in r.json()["error"]["message"]
         r = await client.post(URL, json={"token_ids": [1], "sampling_params": {"stop": ["x"]}})
         assert r.status_code == 400 and "--tokens-only" in r.json()["error"]["message"]
-        r = await client.post(URL, json={"token_ids": [1], "sampling_params": {"stop": [],
-                                                                              "max_tokens": 1}})
+        r = await client.post(
+            URL, json={"token_ids": [1], "sampling_params": {"stop": [], "max_tokens": 1}}
+        )
         assert r.status_code == 200
         r = await client.post(URL, json={"token_ids": [151936], "sampling_params": {}})
         assert r.status_code == 400 and "out of vocabulary" in r.json()["error"]["message"]
