@@ -1,0 +1,100 @@
+"""`tito-conformance live`: start a real vLLM per profile, run the suite, gate on deviations.
+
+Exit 0 when every profile's failures are exactly its listed deviations, 1 otherwise, 2 on a
+usage error. Everything lands in --out: per profile the JSON report, the server log and the
+request/response transcripts; timings.json; gate.txt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from .profiles import BACKENDS, DEFAULT_GPU_MODEL, LIVE_PROFILES, Backend, profiles_for
+
+MOCK_KNOBS = ("--mock-itl-ms", "1")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tito-conformance live", description=__doc__)
+    p.add_argument("--backend", choices=BACKENDS, default="cpu")
+    p.add_argument(
+        "--model",
+        help="cpu: model directory (default: build the tiny model); "
+        f"gpu: model name (default: $VLLM_MODEL or {DEFAULT_GPU_MODEL})",
+    )
+    p.add_argument("--profile", action="append", choices=LIVE_PROFILES, default=[])
+    p.add_argument("--python", default=sys.executable, help="interpreter that has vllm")
+    p.add_argument("--vllm", default="vllm", help="gpu: the vllm executable")
+    p.add_argument(
+        "--server-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="extra server flag (repeatable; use --server-arg=--flag)",
+    )
+    p.add_argument("--start-deadline", type=float, default=300.0, help="s until /health")
+    p.add_argument("--timeout", type=float, default=30.0, help="per-request timeout, s")
+    p.add_argument("--stream-deadline", type=float, default=90.0, help="per-stream deadline, s")
+    p.add_argument("--deadline", type=float, default=600.0, help="per-profile suite deadline, s")
+    p.add_argument("--deviations", type=Path, help="known deviations YAML (default: built in)")
+    p.add_argument("--out", type=Path, default=Path("live-results"), help="artifact directory")
+    p.add_argument(
+        "--print-argv",
+        action="store_true",
+        help="print each profile's server command line and exit",
+    )
+    p.add_argument("-v", "--verbose", action="store_true")
+    return p
+
+
+def backend_from(args: argparse.Namespace) -> Backend:
+    extra = tuple(args.server_arg)
+    if args.backend == "gpu":
+        model = args.model or os.environ.get("VLLM_MODEL") or DEFAULT_GPU_MODEL
+        return Backend("gpu", model, vllm=args.vllm, extra_args=extra)
+    if args.backend == "mock":
+        return Backend(
+            "mock", args.model or "tiny-qwen3", args.python, extra_args=MOCK_KNOBS + extra
+        )
+    model = args.model
+    if model is None:
+        if args.print_argv:
+            model = "<tiny-model-dir>"
+        else:
+            from .tiny_model import ensure
+
+            t0 = time.monotonic()
+            model = str(ensure())
+            print(f"tiny model: {model} ({time.monotonic() - t0:.1f} s)", flush=True)
+    return Backend("cpu", model, args.python, extra_args=extra)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    profiles = profiles_for(args.backend, args.profile)
+    if args.backend == "cpu" and any(p.gpu_only for p in profiles):
+        print("tito-conformance live: error: profile dp needs --backend gpu", file=sys.stderr)
+        return 2
+    backend = backend_from(args)
+    if args.print_argv:
+        for profile in profiles:
+            print(f"{profile.name}: {' '.join(backend.argv(profile, 0))}")
+        return 0
+    from .orchestrate import run_all
+
+    return run_all(backend, profiles, args)
+
+
+def write_json(path: Path, data: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

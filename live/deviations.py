@@ -1,0 +1,110 @@
+"""The known-deviations gate: real-server failures are listed, never hidden in the tests.
+
+The live run passes when the set of failing requirements equals the listed set for the server's
+version and profile: an unlisted failure is a regression (or a new vLLM bug to list), a listed
+deviation that passes is stale and must be removed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from conformance.results import Report, Status
+
+DEFAULT_FILE = Path(__file__).with_name("known_deviations.yaml")
+KINDS = ("vllm-bug", "document-disagreement")
+
+
+@dataclass(frozen=True)
+class Deviation:
+    id: str
+    kind: str
+    symptom: str
+    evidence: str
+    profiles: tuple[str, ...] = ()
+
+    def applies(self, profile: str | None) -> bool:
+        return not self.profiles or profile in self.profiles
+
+
+@dataclass
+class Verdict:
+    profile: str | None
+    version: str | None
+    unexpected: dict[str, str] = field(default_factory=dict)  # id -> reason
+    stale: list[str] = field(default_factory=list)
+    expected: list[str] = field(default_factory=list)
+    not_exercised: list[str] = field(default_factory=list)
+    harness_error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not (self.unexpected or self.stale or self.harness_error)
+
+
+def load(path: Path = DEFAULT_FILE) -> dict[str, list[Deviation]]:
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    versions = data.get("versions") or {}
+    out: dict[str, list[Deviation]] = {}
+    for version, entries in versions.items():
+        items = []
+        for entry in entries or []:
+            kind = entry.get("kind", "")
+            if kind not in KINDS:
+                raise ValueError(
+                    f"{path}: {version} {entry.get('id')}: kind must be one of {KINDS}"
+                )
+            items.append(
+                Deviation(
+                    str(entry["id"]),
+                    kind,
+                    str(entry.get("symptom", "")).strip(),
+                    str(entry.get("evidence", "")).strip(),
+                    tuple(entry.get("profiles") or ()),
+                )
+            )
+        out[str(version)] = items
+    return out
+
+
+def for_version(table: dict[str, list[Deviation]], version: str | None) -> list[Deviation]:
+    """Entries of `version`; a local build suffix (`0.32.0+cpu`) is ignored."""
+    if version is None:
+        return []
+    bare = version.split("+", 1)[0]
+    return table.get(version) or table.get(bare) or []
+
+
+def judge(report: Report, listed: list[Deviation]) -> Verdict:
+    profile = report.server.profile
+    verdict = Verdict(profile, report.server.version, harness_error=report.harness_error)
+    wanted = {d.id for d in listed if d.applies(profile)}
+    for result in report.requirements:
+        rid = result.requirement.id
+        failed = result.status in (Status.FAIL, Status.ERROR)
+        if failed and rid not in wanted:
+            verdict.unexpected[rid] = f"{result.status.value}: {result.reason}"[:600]
+        elif failed:
+            verdict.expected.append(rid)
+        elif rid in wanted and result.status is Status.PASS:
+            verdict.stale.append(rid)
+        elif rid in wanted:
+            verdict.not_exercised.append(rid)
+    return verdict
+
+
+def render(verdicts: list[Verdict]) -> str:
+    lines = ["known-deviations gate:"]
+    for v in verdicts:
+        state = "ok" if v.ok else "FAILED"
+        lines.append(f"  [{v.profile}] vLLM {v.version}: {state}")
+        lines += [f"    listed deviation, still failing: {rid}" for rid in v.expected]
+        lines += [f"    UNLISTED FAILURE {rid}: {why}" for rid, why in v.unexpected.items()]
+        lines += [f"    STALE (listed but passes, remove it): {rid}" for rid in v.stale]
+        lines += [f"    listed but not exercised here: {rid}" for rid in v.not_exercised]
+        if v.harness_error:
+            lines.append(f"    HARNESS ERROR: {v.harness_error[:800]}")
+    return "\n".join(lines)

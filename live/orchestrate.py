@@ -1,0 +1,95 @@
+"""The live run: one server at a time, per profile start -> suite -> stop, then the gate."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from conformance.reporting import json_report, terminal
+from conformance.results import Report
+from conformance.runner import report_from
+from conformance.session import SuiteConfig
+
+from . import deviations
+from .launcher import LiveServer, ServerStartError, free_port, install_signal_handlers
+from .profiles import Backend, LiveProfile
+from .suite import LiveRun, run_suite, write_transcripts
+
+
+def run_profile(backend: Backend, profile: LiveProfile, args: argparse.Namespace) -> LiveRun:
+    out: Path = args.out
+    port = free_port()
+    server = LiveServer(
+        backend.argv(profile, port),
+        port,
+        env=backend.env(profile),
+        start_deadline_s=args.start_deadline,
+        renice_engine=backend.renice_engine,
+        api_key=profile.api_key,
+        log_path=out / f"server-{profile.name}.log",
+    )
+    config = SuiteConfig(
+        base_url=server.base_url,
+        api_key=profile.api_key,
+        expect=profile.claims,
+        timeout=args.timeout,
+        stream_deadline=args.stream_deadline,
+        deadline_s=args.deadline,
+        profile=profile.name,
+    )
+    t0 = time.monotonic()
+    try:
+        with server:
+            run = run_suite(server, config)
+    except ServerStartError as exc:
+        report: Report = report_from(config, None, [])
+        report.harness_error = f"server did not start: {exc}"
+        run = LiveRun(profile.name, report)
+    run.duration_s = round(time.monotonic() - t0, 2)
+    run.timings = {
+        "start_s": server.timings.starts_s,
+        "warmup_s": server.timings.warmup_s,
+        "reniced_threads": server.timings.reniced_threads,
+        "suite_s": run.report.duration_s,
+        "profile_total_s": run.duration_s,
+        "restarts": server.restarts,
+    }
+    return run
+
+
+def run_all(backend: Backend, profiles: list[LiveProfile], args: argparse.Namespace) -> int:
+    from .cli import write_json
+
+    install_signal_handlers()
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    # The list is about vLLM: the mock (the unit tests' stand-in) must pass outright.
+    if args.deviations is None and backend.kind == "mock":
+        table: dict[str, list[deviations.Deviation]] = {}
+    else:
+        table = deviations.load(args.deviations or deviations.DEFAULT_FILE)
+    t0 = time.monotonic()
+    verdicts: list[deviations.Verdict] = []
+    timings: dict[str, object] = {}
+    for profile in profiles:
+        print(f"== live [{backend.kind}] profile {profile.name}", flush=True)
+        run = run_profile(backend, profile, args)
+        timings[profile.name] = run.timings
+        json_report.write([run.report], out / f"report-{profile.name}.json")
+        write_transcripts(run, out / f"transcripts-{profile.name}.jsonl")
+        print(terminal.render([run.report], verbose=args.verbose), flush=True)
+        for death in run.deaths:
+            state = "restarted" if death.restarted else f"NOT restarted: {death.restart_error}"
+            print(f"server died during {death.check} (exit {death.returncode}); {state}")
+            print("  log tail:\n    " + death.log_tail[-2000:].replace("\n", "\n    "))
+        listed = deviations.for_version(table, run.report.server.version)
+        verdicts.append(deviations.judge(run.report, listed))
+        print(f"   {profile.name}: {timings[profile.name]}", flush=True)
+    gate = deviations.render(verdicts)
+    print(gate)
+    (out / "gate.txt").write_text(gate + "\n", encoding="utf-8")
+    timings["total_s"] = round(time.monotonic() - t0, 2)
+    write_json(out / "timings.json", timings)
+    print(f"live run: {timings['total_s']} s; artifacts in {out}")
+    return 0 if all(v.ok for v in verdicts) else 1

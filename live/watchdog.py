@@ -1,0 +1,108 @@
+"""A pytest plugin beside the suite's Collector: notices a dead server, restarts it, records.
+
+A server that dies on a check (vLLM 0.32 `--tokens-only` exits on an out-of-vocabulary id) must
+fail *that* check and only that one: the watchdog marks the check, restarts the server on the
+same port before the next check, and the run goes on. It also keeps every exchange of every
+check, for the transcripts artifact.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from conformance.exchange import Exchange
+from conformance.registry import requirements_of
+from conformance.session import Session
+
+from .launcher import LiveServer, ServerStartError
+
+HEALTH_GRACE_S = 5.0
+
+
+@dataclass
+class Death:
+    check: str
+    requirements: tuple[str, ...]
+    returncode: int | None
+    log_tail: str
+    restarted: bool = False
+    restart_error: str = ""
+
+
+@dataclass
+class Watchdog:
+    server: LiveServer
+    session: Session
+    deaths: list[Death] = field(default_factory=list)
+    transcripts: list[tuple[str, tuple[str, ...], list[Exchange]]] = field(default_factory=list)
+    gave_up: bool = False
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, Any, None]:
+        outcome = yield
+        report = outcome.get_result()
+        if report.when != "call":
+            return
+        ids = requirements_of(getattr(item, "function", None))
+        name = item.nodeid.rsplit("/", 1)[-1]
+        self.transcripts.append((name, ids, list(self.session.client.log)))
+        if self._died(failed=report.failed):
+            self.deaths.append(Death(name, ids, self.server.returncode, self.server.log_tail()))
+
+    def _died(self, failed: bool) -> bool:
+        if not self.server.alive:
+            return True
+        if not failed:
+            return False
+        # A failing check may have just killed it: give it a moment to exit or answer.
+        ends = time.monotonic() + HEALTH_GRACE_S
+        while time.monotonic() < ends:
+            if not self.server.alive:
+                return True
+            if self.server.healthy(timeout=1.0):
+                return False
+            time.sleep(0.2)
+        return True
+
+    def pytest_runtest_teardown(self, item: pytest.Item) -> None:
+        if not self.deaths or self.deaths[-1].restarted or self.gave_up:
+            return
+        death = self.deaths[-1]
+        try:
+            self.server.restart()
+            death.restarted = True
+            # The client stops sending after consecutive timeouts; a fresh server deserves
+            # a fresh count (conformance.http.Client keeps it in `_timeouts`).
+            self.session.client._timeouts = 0
+        except ServerStartError as exc:
+            death.restart_error = str(exc)
+            self.gave_up = True
+
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if self.gave_up:
+            pytest.fail("the server died and could not be restarted", pytrace=False)
+
+    def culprits(self) -> dict[str, Death]:
+        return {d.check: d for d in self.deaths}
+
+
+def mark_deaths(outcomes: list[tuple[tuple[str, ...], Any]], deaths: dict[str, Death]) -> None:
+    """The check during which the server died fails, whatever it asserted."""
+    from conformance.results import Status
+
+    for _ids, check in outcomes:
+        death = deaths.get(check.name)
+        if death is None:
+            continue
+        note = f"the server died during this check (exit code {death.returncode}); " + (
+            "restarted for the remaining checks" if death.restarted else "not restarted"
+        )
+        check.status = Status.FAIL
+        check.message = f"{check.message}; {note}" if check.message else note
