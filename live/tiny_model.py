@@ -107,12 +107,12 @@ def content_hash(vocab: int = VOCAB) -> str:
 
 def default_cache() -> Path:
     root = os.environ.get("TITO_MODEL_CACHE") or Path.home() / ".cache" / "tito-conformance"
-    return Path(root) / "models"
+    return Path(root)
 
 
 def ensure(cache: Path | None = None, vocab: int = VOCAB) -> Path:
     """The model directory for this recipe, built once per content hash."""
-    target = (cache or default_cache()) / f"tiny-qwen3-{content_hash(vocab)}"
+    target = (cache or default_cache()) / "models" / f"tiny-qwen3-{content_hash(vocab)}"
     if (target / MARKER).exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,95 @@
+"""The live launcher's command lines: every profile, every backend, the GPU `live` env line."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from live import cli
+from live.profiles import API_KEY, Backend, live_profile, profiles_for
+
+
+def test_cpu_argv_uses_the_module_not_the_broken_console_script() -> None:
+    argv = Backend("cpu", "/m", python="/venv/bin/python").argv(live_profile("scale-out"), 8123)
+    assert argv == [
+        "/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m",
+        "--host", "127.0.0.1", "--port", "8123",
+        "--max-model-len", "4096", "--dtype", "float32", "--max-num-seqs", "16", "--enforce-eager",
+        "--enable-scale-out",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("profile", "flags"),
+    [
+        ("scale-out", ["--enable-scale-out"]),
+        ("tokens-only", ["--tokens-only"]),
+        ("disabled", []),
+        ("api-key", ["--enable-scale-out", "--api-key", API_KEY]),
+        ("dp", ["--enable-scale-out", "--data-parallel-size", "2"]),
+    ],
+)
+def test_gpu_argv_is_vllm_serve_model_plus_profile_flags(profile: str, flags: list[str]) -> None:
+    argv = Backend("gpu", "Qwen/Qwen3-0.6B").argv(live_profile(profile), 9000)
+    head = ["vllm", "serve", "Qwen/Qwen3-0.6B", "--host", "127.0.0.1", "--port", "9000"]
+    assert argv == head + flags
+
+
+def test_profile_flags_follow_the_suite_profiles() -> None:
+    for name in ("scale-out", "tokens-only", "disabled", "api-key"):
+        mock = Backend("mock", "tiny").argv(live_profile(name), 1)
+        cpu = Backend("cpu", "tiny").argv(live_profile(name), 1)
+        assert mock[1:3] == ["-m", "mock_server"]
+        assert mock[3:] == cpu[3:], "the mock gets exactly the vLLM flags"
+    assert live_profile("api-key").api_key == API_KEY
+    assert "data-parallel" in live_profile("dp").claims
+
+
+def test_dp_is_gpu_only_and_unknown_profiles_are_refused() -> None:
+    with pytest.raises(ValueError, match="GPU"):
+        Backend("cpu", "m").argv(live_profile("dp"), 1)
+    with pytest.raises(ValueError, match="unknown profile"):
+        live_profile("nope")
+    with pytest.raises(ValueError, match="unknown backend"):
+        Backend("tpu", "m")
+    assert cli.main(["--backend", "cpu", "--profile", "dp", "--print-argv"]) == 2
+
+
+def test_environment_per_backend() -> None:
+    cpu = Backend("cpu", "m").env(live_profile("tokens-only"))
+    assert cpu["VLLM_CPU_KVCACHE_SPACE"] == "1" and cpu["HF_HUB_OFFLINE"] == "1"
+    gpu = Backend("gpu", "m").env(live_profile("scale-out"))
+    assert "VLLM_CPU_KVCACHE_SPACE" not in gpu
+    assert gpu["VLLM_SERVER_DEV_MODE"] == "1", "scale-out runs in dev mode, as the mock run does"
+    assert Backend("cpu", "m").renice_engine and not Backend("gpu", "m").renice_engine
+
+
+def test_default_profiles() -> None:
+    assert [p.name for p in profiles_for("cpu")] == ["scale-out", "tokens-only", "disabled", "api-key"]
+    assert [p.name for p in profiles_for("gpu", ["dp"])] == ["dp"]
+
+
+def test_gpu_live_env_command_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tox -e live runs `python -m live --backend gpu`; the model comes from VLLM_MODEL."""
+    monkeypatch.delenv("VLLM_MODEL", raising=False)
+    assert cli.main(["--backend", "gpu", "--print-argv", "--profile", "scale-out"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("scale-out: vllm serve Qwen/Qwen3-0.6B --host 127.0.0.1 --port ")
+    assert line.endswith(" --enable-scale-out")
+    monkeypatch.setenv("VLLM_MODEL", "org/Other-7B")
+    assert cli.main(["--backend", "gpu", "--print-argv", "--profile", "dp"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("dp: vllm serve org/Other-7B ")
+    assert line.endswith("--enable-scale-out --data-parallel-size 2")
+
+
+def test_cpu_print_argv_does_not_build_the_model(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--print-argv"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in out] == [
+        "scale-out", "tokens-only", "disabled", "api-key"
+    ]  # fmt: skip
+    assert f"{sys.executable} -m vllm.entrypoints.openai.api_server --model <tiny-model-dir>" in out[0]

@@ -1,0 +1,71 @@
+"""The whole live run against the mock: suite per profile, watchdog restart, gate, artifacts."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from conformance.results import Status
+from conformance.session import SuiteConfig
+from live import cli, deviations
+from live.deviations import Deviation
+from live.launcher import LiveServer, free_port
+from live.profiles import Backend, live_profile
+from live.suite import run_suite
+
+
+def test_a_server_that_dies_fails_one_check_and_is_restarted(tmp_path: Path) -> None:
+    """The vLLM 0.32 tokens-only OOV crash, reproduced by the mock's oov-token-500 defect."""
+    backend = Backend(
+        "mock", "tiny-qwen3", sys.executable,
+        extra_args=("--mock-itl-ms", "1", "--mock-defect", "oov-token-500"),
+    )  # fmt: skip
+    profile = live_profile("tokens-only")
+    port = free_port()
+    server = LiveServer(backend.argv(profile, port), port, log_path=tmp_path / "s.log")
+    config = SuiteConfig(server.base_url, expect=profile.claims, profile=profile.name)
+    with server:
+        run = run_suite(server, config)
+        assert server.alive, "restarted for the remaining checks"
+    assert [d.check.split("::")[-1] for d in run.deaths] == ["test_out_of_vocabulary"]
+    assert run.deaths[0].restarted and server.restarts == 1
+    result = run.report.result("ERR-007")
+    assert result.status is Status.FAIL and "server died during this check" in result.reason
+    listed = [Deviation("ERR-007", "vllm-bug", "", "", ("tokens-only",))]
+    verdict = deviations.judge(run.report, listed)
+    assert verdict.ok, deviations.render([verdict])
+    assert run.transcripts and all(isinstance(t[1], tuple) for t in run.transcripts)
+
+
+def test_cli_against_the_mock_writes_the_artifacts(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    code = cli.main(["--backend", "mock", "--profile", "disabled", "--profile", "api-key",
+                     "--out", str(out)])  # fmt: skip
+    assert code == 0, (out / "gate.txt").read_text()
+    names = sorted(p.name for p in out.iterdir())
+    for profile in ("disabled", "api-key"):
+        assert f"report-{profile}.json" in names and f"server-{profile}.log" in names
+        assert f"transcripts-{profile}.jsonl" in names
+    timings = json.loads((out / "timings.json").read_text())
+    assert timings["api-key"]["start_s"] and timings["total_s"] > 0
+    line = json.loads((out / "transcripts-api-key.jsonl").read_text().splitlines()[0])
+    assert line["profile"] == "api-key" and "request" in line and "response" in line
+    text = (out / "transcripts-api-key.jsonl").read_text()
+    assert "tito-conformance-key" not in text, "the key is redacted"
+
+
+def test_cli_fails_on_an_unlisted_failure(tmp_path: Path) -> None:
+    code = cli.main(["--backend", "mock", "--profile", "scale-out", "--out", str(tmp_path),
+                     "--server-arg=--mock-defect", "--server-arg=finish-reason-null"])  # fmt: skip
+    assert code == 1
+    assert "UNLISTED FAILURE" in (tmp_path / "gate.txt").read_text()
+
+
+def test_cli_reports_a_server_that_cannot_start(tmp_path: Path) -> None:
+    code = cli.main(["--backend", "mock", "--profile", "disabled", "--out", str(tmp_path),
+                     "--server-arg=--no-such-flag"])  # fmt: skip
+    assert code == 1
+    gate = (tmp_path / "gate.txt").read_text()
+    assert "HARNESS ERROR: server did not start" in gate
+    assert "--no-such-flag" in gate or "unrecognized" in gate, "the log tail is shown"
