@@ -29,6 +29,7 @@ def parser() -> argparse.ArgumentParser:
         f"gpu: model name (default: $VLLM_MODEL or {DEFAULT_GPU_MODEL})",
     )
     p.add_argument("--profile", action="append", choices=LIVE_PROFILES, default=[])
+    p.add_argument("--dp", action="store_true", help="gpu: add the dp profile (2+ GPUs)")
     p.add_argument("--python", default=sys.executable, help="interpreter that has vllm")
     p.add_argument("--vllm", default="vllm", help="gpu: the vllm executable")
     p.add_argument(
@@ -78,6 +79,8 @@ def backend_from(args: argparse.Namespace) -> Backend:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     profiles = profiles_for(args.backend, args.profile)
+    if args.dp and all(p.name != "dp" for p in profiles):
+        profiles += profiles_for(args.backend, ["dp"])
     if args.backend == "cpu" and any(p.gpu_only for p in profiles):
         print("tito-conformance live: error: profile dp needs --backend gpu", file=sys.stderr)
         return 2

@@ -16,8 +16,6 @@ from live import procgroup
 from live.launcher import LiveServer, ServerStartError, free_port
 from live.profiles import Backend, live_profile
 
-MOCK = Backend("mock", "tiny-qwen3", sys.executable, extra_args=("--mock-itl-ms", "1"))
-
 
 def mock_server(profile: str, tmp_path: Path, *extra: str) -> LiveServer:
     port = free_port()
@@ -69,7 +67,8 @@ def test_start_waits_for_health_warms_up_and_stop_leaves_nothing(tmp_path: Path)
 
 
 def test_deadline_stops_a_server_that_never_gets_healthy(tmp_path: Path) -> None:
-    server = python_server("import time; print('booting', flush=True); time.sleep(60)", tmp_path, 1.0)
+    code = "import time; print('booting', flush=True); time.sleep(60)"
+    server = python_server(code, tmp_path, 1.0)
     t0 = time.monotonic()
     with pytest.raises(ServerStartError, match="not healthy within 1 s") as info:
         server.start()
@@ -93,17 +92,14 @@ def test_children_that_outlive_the_leader_are_stopped(tmp_path: Path) -> None:
         "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)']);"
         "time.sleep(120)"
     )
-    server = python_server(code, tmp_path, 60.0)
-    server._proc = subprocess.Popen(
-        [sys.executable, "-c", code], start_new_session=True, stdout=subprocess.DEVNULL
-    )
-    sid = server.pid
+    leader = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    sid = leader.pid
     ends = time.monotonic() + 10
     while len(procgroup.members(sid)) < 2 and time.monotonic() < ends:
         time.sleep(0.05)
     assert len(procgroup.members(sid)) == 2
     os.kill(sid, 9)  # the leader dies, the child (which ignores SIGTERM) stays
-    server._proc.wait()
+    leader.wait()
     assert len(procgroup.members(sid)) == 1
     t0 = time.monotonic()
     survivors = procgroup.stop_session(sid, grace_s=0.5)

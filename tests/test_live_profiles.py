@@ -66,7 +66,8 @@ def test_environment_per_backend() -> None:
 
 
 def test_default_profiles() -> None:
-    assert [p.name for p in profiles_for("cpu")] == ["scale-out", "tokens-only", "disabled", "api-key"]
+    names = [p.name for p in profiles_for("cpu")]
+    assert names == ["scale-out", "tokens-only", "disabled", "api-key"]
     assert [p.name for p in profiles_for("gpu", ["dp"])] == ["dp"]
 
 
@@ -92,4 +93,38 @@ def test_cpu_print_argv_does_not_build_the_model(capsys: pytest.CaptureFixture[s
     assert [line.split(":")[0] for line in out] == [
         "scale-out", "tokens-only", "disabled", "api-key"
     ]  # fmt: skip
-    assert f"{sys.executable} -m vllm.entrypoints.openai.api_server --model <tiny-model-dir>" in out[0]
+    module = "-m vllm.entrypoints.openai.api_server --model <tiny-model-dir>"
+    assert f"{sys.executable} {module}" in out[0]
+
+
+def _tox_command(env: str) -> list[str]:
+    import configparser
+    import shlex
+    from pathlib import Path
+
+    ini = configparser.ConfigParser(interpolation=None)
+    ini.read(Path(__file__).parents[1] / "tox.ini")
+    (line,) = [x for x in ini[f"testenv:{env}"]["commands"].splitlines() if x.strip()]
+    line = line.replace("{envbindir}", "/env/bin").replace("{toxworkdir}", "/tox")
+    line = line.replace("{env:VLLM_MODEL:Qwen/Qwen3-0.6B}", "Qwen/Qwen3-0.6B")
+    return shlex.split(line.replace(" {posargs}", ""))
+
+
+def test_the_tox_live_env_serves_vllm_model_with_vllm_serve(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = _tox_command("live")
+    assert argv[:3] == ["python", "-m", "live"]
+    assert cli.main([*argv[3:], "--dp", "--print-argv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in lines] == [
+        "scale-out", "tokens-only", "disabled", "api-key", "dp"
+    ]  # fmt: skip
+    assert all(" /env/bin/vllm serve Qwen/Qwen3-0.6B --host 127.0.0.1 " in f" {x}" for x in lines)
+
+
+def test_the_tox_live_cpu_env_runs_every_cpu_profile(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = _tox_command("live-cpu")
+    assert cli.main([*argv[3:], "--print-argv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4 and all("vllm.entrypoints.openai.api_server" in x for x in lines)
