@@ -174,7 +174,9 @@ def stream(
     with s.client.stream(GENERATE, {**payload, "stream": True}, headers=headers) as st:
         if st.status != 200:
             reply = st.read_body()
-            raise AssertionError(f"{what}: expected HTTP 200, got {st.status}: {reply.body[:300]!r}")
+            raise AssertionError(
+                f"{what}: expected HTTP 200, got {st.status}: {reply.body[:300]!r}"
+            )
         ctype = st.headers.get("content-type", "")
         if not ctype.startswith("text/event-stream"):
             raise AssertionError(f"{what}: Content-Type is {ctype!r}, not text/event-stream")

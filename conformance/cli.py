@@ -40,17 +40,26 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--junit-xml", type=Path, metavar="PATH")
     run.add_argument("-k", dest="keyword", metavar="EXPR", help="pytest -k expression on checks")
     run.add_argument(
-        "--requirement", action="append", default=[], metavar="ID",
+        "--requirement",
+        action="append",
+        default=[],
+        metavar="ID",
         help="run only the checks of these requirement IDs (repeatable)",
     )
     run.add_argument("--timeout", type=float, default=10.0, help="per-request timeout, s")
     run.add_argument("--deadline", type=float, default=600.0, help="whole-run deadline, s")
     run.add_argument(
-        "--profile", action="append", choices=sorted(PROFILES), default=[],
+        "--profile",
+        action="append",
+        choices=sorted(PROFILES),
+        default=[],
         help=f"embedded mock only: profiles to run (default: {', '.join(MAIN_PROFILES)})",
     )
     run.add_argument(
-        "--mock-defect", action="append", default=[], metavar="NAME",
+        "--mock-defect",
+        action="append",
+        default=[],
+        metavar="NAME",
         help="embedded mock only: start the mock with this defect (the suite should fail)",
     )
     run.add_argument("-v", "--verbose", action="store_true", help="also list skips and reasons")
@@ -64,8 +73,10 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command in LATER:
-        print(f"tito-conformance {args.command}: not yet available ({LATER[args.command]})",
-              file=sys.stderr)
+        print(
+            f"tito-conformance {args.command}: not yet available ({LATER[args.command]})",
+            file=sys.stderr,
+        )
         return 2
     if args.command == "requirements":
         return _print_requirements()
@@ -110,8 +121,11 @@ def _run(args: argparse.Namespace) -> int:
         print(f"tito-conformance: error: {exc}", file=sys.stderr)
         return 2
     if args.base_url and (args.profile or args.mock_defect):
-        print("tito-conformance: error: --profile/--mock-defect need the embedded mock "
-              "(omit --base-url)", file=sys.stderr)
+        print(
+            "tito-conformance: error: --profile/--mock-defect need the embedded mock "
+            "(omit --base-url)",
+            file=sys.stderr,
+        )
         return 2
     try:
         if args.base_url:

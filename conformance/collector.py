@@ -86,7 +86,7 @@ class Collector:
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Iterator[None]:
-        outcome = yield
+        outcome: Any = yield
         report = outcome.get_result()
         if report.when == "call" or (report.when == "setup" and not report.passed):
             self._record(item, call, report)
@@ -104,8 +104,10 @@ class Collector:
             self.outcomes.append((ids, CheckResult(name, Status.SKIP, reason, duration_s=took)))
             return
         excinfo = call.excinfo
-        failure = excinfo is not None and report.when == "call" and excinfo.errisinstance(
-            (AssertionError, ServerBroke, pytest.fail.Exception)
+        failure = (
+            excinfo is not None
+            and report.when == "call"
+            and excinfo.errisinstance((AssertionError, ServerBroke, pytest.fail.Exception))
         )
         if excinfo is None:
             message = str(report.longrepr)

@@ -152,18 +152,21 @@ def probe(client: Client, warmup_timeout: float = 30.0) -> Features:
     if reply is None:
         status = "broken"
         ev["scale-out"] = f"generate: {client.log[-1].received()}"
-        return Features(generate=status, api_key_required=api_key_required, version=version,
-                        evidence=ev)
+        return Features(
+            generate=status, api_key_required=api_key_required, version=version, evidence=ev
+        )
     if reply.status in (403, 404):
         ev["scale-out"] = f"generate answered {reply.status}"
         ev["disabled"] = f"generate answered {reply.status}"
-        return Features(generate="disabled", api_key_required=api_key_required, version=version,
-                        evidence=ev)
+        return Features(
+            generate="disabled", api_key_required=api_key_required, version=version, evidence=ev
+        )
     body = _json(reply)
     if reply.status != 200 or not isinstance(body, dict):
         ev["scale-out"] = f"generate answered {client.log[-1].received()}"
-        return Features(generate="broken", api_key_required=api_key_required, version=version,
-                        evidence=ev)
+        return Features(
+            generate="broken", api_key_required=api_key_required, version=version, evidence=ev
+        )
     model = body.get("model") if isinstance(body.get("model"), str) else None
     echo = "output_mode" in body
     if not echo:
@@ -195,8 +198,9 @@ def probe(client: Client, warmup_timeout: float = 30.0) -> Features:
 
     stop_refused = False
     if has_legacy:
-        stop = _try(client, "POST", GENERATE, _minimal(sampling_params={"max_tokens": 2,
-                                                                         "stop": ["zz"]}))
+        stop = _try(
+            client, "POST", GENERATE, _minimal(sampling_params={"max_tokens": 2, "stop": ["zz"]})
+        )
         stop_refused = stop is not None and stop.status == 400
     tokens_only = has_legacy and (not tokenizer or stop_refused)
     if not tokens_only:
@@ -204,8 +208,9 @@ def probe(client: Client, warmup_timeout: float = 30.0) -> Features:
             f"/abort_requests {'served' if has_legacy else 'absent'}, tokenizer "
             f"{'present' if tokenizer else 'absent'}"
         )
-    render = _try(client, "POST", "/v1/completions/render",
-                  {"model": model, "prompt": PROBE_PROMPT})
+    render = _try(
+        client, "POST", "/v1/completions/render", {"model": model, "prompt": PROBE_PROMPT}
+    )
     has_render = render is not None and render.status not in (404, 405)
     stats = _json(_try(client, "GET", "/mock/stats", auth=False))
     return Features(
@@ -228,8 +233,9 @@ def probe(client: Client, warmup_timeout: float = 30.0) -> Features:
 
 
 def _logprob_form(client: Client) -> str:
-    body = _json(_try(client, "POST", GENERATE, _minimal(sampling_params={"max_tokens": 1,
-                                                                           "logprobs": 1})))
+    body = _json(
+        _try(client, "POST", GENERATE, _minimal(sampling_params={"max_tokens": 1, "logprobs": 1}))
+    )
     try:
         entry = body["choices"][0]["logprobs"]["content"][0]
     except (KeyError, IndexError, TypeError):
@@ -246,8 +252,9 @@ def _logprob_form(client: Client) -> str:
 def _dp_size(client: Client) -> int | None:
     """The first rank the server rejects is its data_parallel_size."""
     for rank in range(MAX_DP_PROBE + 1):
-        reply = _try(client, "POST", GENERATE, _minimal(),
-                     headers={"X-data-parallel-rank": str(rank)})
+        reply = _try(
+            client, "POST", GENERATE, _minimal(), headers={"X-data-parallel-rank": str(rank)}
+        )
         if reply is None or reply.status != 200:
             return rank if reply is not None and reply.status == 400 else None
     return None

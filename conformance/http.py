@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
@@ -60,8 +60,15 @@ class Reply:
 class _BoundedResponse:
     """What httpx-sse reads from: the real response, cut off by size and wall clock."""
 
-    def __init__(self, response: httpx.Response, exchange: Exchange, deadline: float) -> None:
+    def __init__(
+        self,
+        response: httpx.Response,
+        exchange: Exchange,
+        deadline: float,
+        on_stall: Callable[[], None] = lambda: None,
+    ) -> None:
         self.headers = response.headers
+        self._on_stall = on_stall
         self._response = response
         self._exchange = exchange
         self._deadline = deadline
@@ -75,6 +82,7 @@ class _BoundedResponse:
             if self.read_bytes > MAX_BODY:
                 raise ServerBroke(f"stream exceeded {MAX_BODY} bytes; stopped reading")
             if time.monotonic() > self._deadline:
+                self._on_stall()
                 raise ServerBroke("stream did not end before its deadline; stopped reading")
             yield text
 
@@ -82,10 +90,16 @@ class _BoundedResponse:
 class Stream:
     """An open SSE response. `events()` yields each event's data, bounded."""
 
-    def __init__(self, response: httpx.Response, exchange: Exchange, deadline: float) -> None:
+    def __init__(
+        self,
+        response: httpx.Response,
+        exchange: Exchange,
+        deadline: float,
+        on_stall: Callable[[], None] = lambda: None,
+    ) -> None:
         self.response = response
         self.exchange = exchange
-        self._bounded = _BoundedResponse(response, exchange, deadline)
+        self._bounded = _BoundedResponse(response, exchange, deadline, on_stall)
         self._events: Iterator[str] | None = None
 
     @property
@@ -118,6 +132,7 @@ class Stream:
         except SSEError as exc:
             raise ServerBroke(f"not an SSE stream: {exc}") from None
         except httpx.TimeoutException:
+            self._bounded._on_stall()
             self.exchange.error = "read timed out mid-stream"
             raise ServerBroke("the stream stalled: read timed out mid-stream") from None
         except httpx.HTTPError as exc:
@@ -257,11 +272,13 @@ class Client:
                 exchange.status = response.status_code
                 exchange.response_headers = {k.lower(): v for k, v in response.headers.items()}
                 self._note(False)
-                yield Stream(response, exchange, ends)
+                yield Stream(response, exchange, ends, on_stall=lambda: self._note(True))
         except httpx.TimeoutException:
             self._note(True)
             exchange.error = f"no answer within {self.timeout:g} s"
-            raise ServerBroke(f"POST {path} (stream): no answer within {self.timeout:g} s") from None
+            raise ServerBroke(
+                f"POST {path} (stream): no answer within {self.timeout:g} s"
+            ) from None
         except httpx.HTTPError as exc:
             exchange.error = f"{type(exc).__name__}: {exc}"
             raise ServerBroke(f"POST {path} (stream): {type(exc).__name__}: {exc}") from None

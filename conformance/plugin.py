@@ -13,9 +13,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("tito", "TITO conformance suite")
     group.addoption("--tito-base-url", default=None, help="run the TITO checks against this URL")
     group.addoption("--tito-api-key", default=None, help="API key of the server under test")
-    group.addoption(
-        "--tito-expect", default="", help="comma-separated features the server claims"
-    )
+    group.addoption("--tito-expect", default="", help="comma-separated features the server claims")
     group.addoption("--tito-timeout", type=float, default=10.0, help="per-request timeout (s)")
 
 

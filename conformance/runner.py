@@ -28,13 +28,20 @@ def pytest_args(config: SuiteConfig) -> list[str]:
     args = [
         checks,
         "-q",
-        "-p", "no:cacheprovider",
-        "--rootdir", checks,
-        "--confcutdir", checks,
-        "-o", "addopts=",
-        "-o", "python_files=test_*.py",
-        "-o", "python_functions=test_*",
-        "-o", "console_output_style=classic",
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        checks,
+        "--confcutdir",
+        checks,
+        "-o",
+        "addopts=",
+        "-o",
+        "python_files=test_*.py",
+        "-o",
+        "python_functions=test_*",
+        "-o",
+        "console_output_style=classic",
     ]
     if config.keyword:
         args += ["-k", config.keyword]
@@ -57,8 +64,11 @@ def run(config: SuiteConfig) -> Report:
     finally:
         session.close()
     error = ""
-    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED,
-                    pytest.ExitCode.NO_TESTS_COLLECTED):
+    if code not in (
+        pytest.ExitCode.OK,
+        pytest.ExitCode.TESTS_FAILED,
+        pytest.ExitCode.NO_TESTS_COLLECTED,
+    ):
         error = f"pytest exited with {code!r}:\n{output.getvalue()[-3000:]}"
     return _report(config, session, started_at, t0, collector.outcomes, harness_error=error)
 

@@ -6,10 +6,10 @@ Each function raises AssertionError with a message a server author can act on.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NoReturn
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     raise AssertionError(message)
 
 
@@ -49,11 +49,15 @@ def check_sampled_first(content: list[dict[str, Any]], token_ids: list[int], whe
         if not top:
             fail(f"{where}: entry {i} has an empty top_logprobs")
         if i < len(token_ids) and entry.get("token_id") != token_ids[i]:
-            fail(f"{where}: entry {i} token_id {entry.get('token_id')} != token_ids[{i}] "
-                 f"{token_ids[i]}")
+            fail(
+                f"{where}: entry {i} token_id {entry.get('token_id')} != token_ids[{i}] "
+                f"{token_ids[i]}"
+            )
         if top[0].get("token_id") != entry.get("token_id"):
-            fail(f"{where}: entry {i}: the sampled token {entry.get('token_id')} is not first in "
-                 f"top_logprobs (first is {top[0].get('token_id')})")
+            fail(
+                f"{where}: entry {i}: the sampled token {entry.get('token_id')} is not first in "
+                f"top_logprobs (first is {top[0].get('token_id')})"
+            )
 
 
 def check_finite(content: list[dict[str, Any]], where: str) -> None:
@@ -78,16 +82,22 @@ def check_ranks(content: list[dict[str, Any]], where: str) -> None:
         if len(set(ranks)) != len(ranks) or ranks != sorted(ranks):
             fail(f"{where}: entry {i} top_logprobs ranks {ranks} are not distinct and ascending")
         if others and others[0].get("rank") != 1 and rank != 1:
-            fail(f"{where}: entry {i}: no entry has rank 1 (sampled rank {rank}, "
-                 f"alternatives {ranks})")
+            fail(
+                f"{where}: entry {i}: no entry has rank 1 (sampled rank {rank}, "
+                f"alternatives {ranks})"
+            )
         better = [t for t in others if t.get("logprob", -math.inf) > entry.get("logprob", 0)]
         if isinstance(rank, int) and rank != 1 + len(better) and len(others) >= rank - 1:
-            fail(f"{where}: entry {i}: sampled rank {rank} but {len(better)} alternatives "
-                 f"are more likely")
+            fail(
+                f"{where}: entry {i}: sampled rank {rank} but {len(better)} alternatives "
+                f"are more likely"
+            )
         for a, b in zip(others, others[1:], strict=False):
             if a.get("logprob", 0) < b.get("logprob", 0) - 1e-6:
-                fail(f"{where}: entry {i}: rank {a.get('rank')} is less likely than rank "
-                     f"{b.get('rank')}")
+                fail(
+                    f"{where}: entry {i}: rank {a.get('rank')} is less likely than rank "
+                    f"{b.get('rank')}"
+                )
 
 
 def check_spans(spans: Any, n_tokens: int, where: str) -> None:
@@ -117,8 +127,11 @@ def check_usage(response: dict[str, Any], prompt_len: int) -> None:
     if not isinstance(usage, dict):
         fail(f"usage is {usage!r}")
     returned = sum(len(c.get("token_ids") or []) for c in choices_of(response))
-    expected = {"prompt_tokens": prompt_len, "completion_tokens": returned,
-                "total_tokens": prompt_len + returned}
+    expected = {
+        "prompt_tokens": prompt_len,
+        "completion_tokens": returned,
+        "total_tokens": prompt_len + returned,
+    }
     got = {k: usage.get(k) for k in expected}
     if got != expected:
         fail(f"usage {got} does not count what was returned {expected}")

@@ -75,7 +75,8 @@ class ServerProcess:
                     f"{self.log_tail()}"
                 )
             try:
-                if httpx.get(self.base_url + self.health_path, timeout=1.0).status_code == 200:
+                status = httpx.get(self.base_url + self.health_path, timeout=1.0).status_code
+                if status in (200, 401):  # 401: up, but /health is (wrongly) guarded
                     return
             except httpx.HTTPError:
                 pass

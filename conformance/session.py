@@ -25,6 +25,7 @@ class SuiteConfig:
     timeout: float = 10.0  # per request
     stream_deadline: float = 30.0  # per stream, wall clock
     deadline_s: float = 600.0  # whole run
+    warmup_timeout: float = 30.0  # the first generate (a real server's first request is slow)
     profile: str | None = None
     requirement_ids: frozenset[str] | None = None  # run only the checks of these
     keyword: str | None = None  # pytest -k
@@ -52,7 +53,7 @@ class Session:
     def open(cls, config: SuiteConfig) -> Session:
         client = Client(config.base_url, config.api_key, config.timeout, config.stream_deadline)
         try:
-            features = probe(client, warmup_timeout=max(config.timeout, 30.0))
+            features = probe(client, warmup_timeout=max(config.timeout, config.warmup_timeout))
         except BaseException:
             client.close()
             raise

@@ -20,8 +20,9 @@ LONG = api.body(None, ignore_eos=True)  # the server's default max_tokens: a lon
 def aborted_stream(s: Session, path: str = api.ABORT, auth: bool = True) -> dict[str, Any]:
     """Start a long stream, abort it after its first chunk, read it to the end."""
     rid = s.rid("abort-stream")
-    with s.client.stream(api.GENERATE, {**LONG, "stream": True},
-                         headers={"X-Request-Id": rid}) as st:
+    with s.client.stream(
+        api.GENERATE, {**LONG, "stream": True}, headers={"X-Request-Id": rid}
+    ) as st:
         if st.status != 200:
             fail(f"long stream answered {st.status}: {st.read_body().body[:200]!r}")
         head = api.read_stream(st, stop_after_tokens=1)
@@ -50,8 +51,10 @@ def test_abort_stream(tito: Session) -> None:
     chunks = [c for ch in case["head"].chunks + tail.chunks for c in ch.get("choices") or []]
     last = chunks[-1] if chunks else {}
     if last.get("finish_reason") != "abort":
-        fail(f"the aborted stream ended with finish_reason {last.get('finish_reason')!r} after "
-             f"{sum(len(c.get('token_ids') or []) for c in chunks)} tokens, not 'abort'")
+        fail(
+            f"the aborted stream ended with finish_reason {last.get('finish_reason')!r} after "
+            f"{sum(len(c.get('token_ids') or []) for c in chunks)} tokens, not 'abort'"
+        )
     if not tail.done:
         fail("the aborted stream did not end with data: [DONE]")
     if last.get("stop_reason") is not None:
@@ -97,8 +100,10 @@ def test_abort_non_streamed(tito: Session) -> None:
     tito.need("abort")
     choice = aborted_whole(tito)
     if choice.get("finish_reason") != "abort":
-        fail(f"the aborted request finished with {choice.get('finish_reason')!r} after "
-             f"{len(choice.get('token_ids') or [])} tokens")
+        fail(
+            f"the aborted request finished with {choice.get('finish_reason')!r} after "
+            f"{len(choice.get('token_ids') or [])} tokens"
+        )
 
 
 @checks("ABORT-004")
@@ -127,8 +132,9 @@ def test_abort_empty_200(tito: Session) -> None:
 @checks("ABORT-007")
 def test_legacy_abort(tito: Session) -> None:
     tito.need("tokens-only", "legacy-abort")
-    api.rejected(tito, {}, path=api.LEGACY_ABORT, auth=False,
-                 what="/abort_requests without request_ids")
+    api.rejected(
+        tito, {}, path=api.LEGACY_ABORT, auth=False, what="/abort_requests without request_ids"
+    )
     case = aborted_stream(tito, api.LEGACY_ABORT, auth=False)
     api.status_is(case["abort"], 200, "/abort_requests")
     chunks = [c for ch in case["tail"].chunks for c in ch.get("choices") or []]

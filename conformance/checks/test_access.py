@@ -14,16 +14,28 @@ RANK = "X-data-parallel-rank"
 def test_generate_needs_key(tito: Session) -> None:
     tito.need("api-key")
     api.rejected(tito, api.body(1), status=401, auth=False, what="generate without a key")
-    api.rejected(tito, api.body(1), status=401, auth=False,
-                 headers={"Authorization": "Bearer not-the-key"}, what="generate, wrong key")
+    api.rejected(
+        tito,
+        api.body(1),
+        status=401,
+        auth=False,
+        headers={"Authorization": "Bearer not-the-key"},
+        what="generate, wrong key",
+    )
     api.generate(tito, api.body(1), what="generate with the key")
 
 
 @checks("AUTH-002")
 def test_abort_needs_key(tito: Session) -> None:
     tito.need("api-key", "abort")
-    api.rejected(tito, {"request_ids": []}, status=401, path=api.ABORT, auth=False,
-                 what="/inference/v1/abort_requests without a key")
+    api.rejected(
+        tito,
+        {"request_ids": []},
+        status=401,
+        path=api.ABORT,
+        auth=False,
+        what="/inference/v1/abort_requests without a key",
+    )
 
 
 @checks("AUTH-003")
@@ -38,7 +50,7 @@ def test_unauthorized_body(tito: Session) -> None:
     tito.need("api-key")
     reply = api.rejected(tito, api.body(1), status=401, auth=False, what="generate without key")
     if reply.json() != {"error": "Unauthorized"}:
-        fail(f"the 401 body is {reply.body[:200]!r}, expected {{\"error\": \"Unauthorized\"}}")
+        fail(f'the 401 body is {reply.body[:200]!r}, expected {{"error": "Unauthorized"}}')
 
 
 @checks("AUTH-005")
@@ -66,5 +78,9 @@ def test_rank_out_of_range(tito: Session) -> None:
     tito.need_generate()
     outside = tito.features.dp_size if tito.features.dp_size is not None else 1_000_000
     for rank in (outside, -1):
-        api.rejected(tito, api.body(1), headers={RANK: str(rank)},
-                     what=f"rank {rank} (data_parallel_size {tito.features.dp_size})")
+        api.rejected(
+            tito,
+            api.body(1),
+            headers={RANK: str(rank)},
+            what=f"rank {rank} (data_parallel_size {tito.features.dp_size})",
+        )

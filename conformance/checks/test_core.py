@@ -36,8 +36,9 @@ def test_scale_out_serves_generate(tito: Session) -> None:
 def test_token_ids_required(tito: Session) -> None:
     tito.need_generate()
     api.rejected(tito, {"sampling_params": {"max_tokens": 2}}, what="no token_ids")
-    api.rejected(tito, api.body(2, prompt=None) | {"token_ids": ["a", "b"]},
-                 what="string token_ids")
+    api.rejected(
+        tito, api.body(2, prompt=None) | {"token_ids": ["a", "b"]}, what="string token_ids"
+    )
 
 
 @checks("GEN-REQ-002")
@@ -67,8 +68,10 @@ def test_max_tokens_bounds_output(tito: Session) -> None:
         if not isinstance(ids, list) or any(not isinstance(t, int) or t < 0 for t in ids):
             fail(f"choice {i} token_ids {ids!r:.100} are not non-negative integers")
         if len(ids) != 5 or choice.get("finish_reason") != "length":
-            fail(f"max_tokens 5 with ignore_eos gave {len(ids)} tokens, finish_reason "
-                 f"{choice.get('finish_reason')!r} (expected 5, 'length')")
+            fail(
+                f"max_tokens 5 with ignore_eos gave {len(ids)} tokens, finish_reason "
+                f"{choice.get('finish_reason')!r} (expected 5, 'length')"
+            )
 
 
 @checks("GEN-REQ-006")
@@ -81,8 +84,10 @@ def test_greedy_picks_rank_one(tito: Session) -> None:
         fail("temperature 0 with logprobs 1 returned no logprobs to judge greediness by")
     for i, entry in enumerate(content):
         if entry.get("rank") not in (1, None):
-            fail(f"temperature 0: token {i} ({entry.get('token_id')}) has rank "
-                 f"{entry.get('rank')}, not 1")
+            fail(
+                f"temperature 0: token {i} ({entry.get('token_id')}) has rank "
+                f"{entry.get('rank')}, not 1"
+            )
 
 
 @checks("GEN-REQ-007")
@@ -98,7 +103,7 @@ def test_seed_reproducible(tito: Session) -> None:
 def test_n_choices(tito: Session) -> None:
     tito.need_generate()
     data = api.generate(tito, api.seeded(4, n=3))
-    indexes = sorted(c.get("index") for c in choices_of(data))
+    indexes = sorted(int(c.get("index", -1)) for c in choices_of(data))
     if indexes != [0, 1, 2]:
         fail(f"n=3 returned choices with indexes {indexes}")
 
@@ -117,8 +122,10 @@ def test_default_max_tokens_not_16(tito: Session) -> None:
     tokens = sum(len(c.token_ids) for c in got.choices().values())
     finishes = [c.finish_reason for c in got.choices().values()]
     if tokens <= 16 and "length" in finishes:
-        fail(f"without max_tokens the output stopped at {tokens} tokens with finish_reason "
-             f"length: the server applied 16")
+        fail(
+            f"without max_tokens the output stopped at {tokens} tokens with finish_reason "
+            f"length: the server applied 16"
+        )
 
 
 @checks("GEN-REQ-010")
@@ -135,8 +142,10 @@ def test_return_token_ids(tito: Session) -> None:
     tito.need_generate()
     data = api.generate(tito, api.body(2, top={"return_token_ids": True}))
     if data.get("prompt_token_ids") != api.PROMPT:
-        fail(f"return_token_ids: prompt_token_ids is {data.get('prompt_token_ids')!r}, "
-             f"expected {api.PROMPT}")
+        fail(
+            f"return_token_ids: prompt_token_ids is {data.get('prompt_token_ids')!r}, "
+            f"expected {api.PROMPT}"
+        )
 
 
 @checks("GEN-REQ-012")
@@ -175,8 +184,10 @@ def test_request_id_prefix(tito: Session) -> None:
     rid = tito.rid("body")
     data = api.generate(tito, api.body(1, top={"request_id": rid}))
     if data.get("request_id") != f"generate-tokens-{rid}":
-        fail(f"body request_id {rid!r} came back as {data.get('request_id')!r}, expected "
-             f"'generate-tokens-{rid}'")
+        fail(
+            f"body request_id {rid!r} came back as {data.get('request_id')!r}, expected "
+            f"'generate-tokens-{rid}'"
+        )
 
 
 @checks("GEN-RESP-005")
@@ -192,11 +203,14 @@ def test_request_id_from_header(tito: Session) -> None:
 def test_header_wins_over_body(tito: Session) -> None:
     tito.need_generate()
     header, body_id = tito.rid("header"), tito.rid("body")
-    data = api.generate(tito, api.body(1, top={"request_id": body_id}),
-                        headers={"X-Request-Id": header})
+    data = api.generate(
+        tito, api.body(1, top={"request_id": body_id}), headers={"X-Request-Id": header}
+    )
     if data.get("request_id") != f"generate-tokens-{header}":
-        fail(f"with header {header!r} and body {body_id!r} the request_id is "
-             f"{data.get('request_id')!r}")
+        fail(
+            f"with header {header!r} and body {body_id!r} the request_id is "
+            f"{data.get('request_id')!r}"
+        )
 
 
 @checks("GEN-RESP-007")

@@ -31,8 +31,10 @@ def test_unknown_output_mode(tito: Session) -> None:
 @checks("ERR-002")
 def test_error_body_shape(tito: Session) -> None:
     tito.need_generate()
-    for what, payload in (("token_ids []", api.body(2) | {"token_ids": []}),
-                          ("output_mode 'bogus'", api.body(2, top={"output_mode": "bogus"}))):
+    for what, payload in (
+        ("token_ids []", api.body(2) | {"token_ids": []}),
+        ("output_mode 'bogus'", api.body(2, top={"output_mode": "bogus"})),
+    ):
         reply = tito.client.post(api.GENERATE, payload)
         if reply.status < 400:
             fail(f"{what} was accepted ({reply.status}); no error body to judge")
@@ -52,23 +54,34 @@ def test_validation_is_400(tito: Session) -> None:
 @checks("ERR-004")
 def test_unknown_fields_ignored(tito: Session) -> None:
     tito.need_generate()
-    payload = api.body(2, output_kind=2, skip_clone=True, tito_unknown=1,
-                       top={"tito_unknown_top": {"a": 1}})
+    payload = api.body(
+        2, output_kind=2, skip_clone=True, tito_unknown=1, top={"tito_unknown_top": {"a": 1}}
+    )
     api.generate(tito, payload, what="generate with unknown keys")
 
 
 @checks("ERR-005")
 def test_malformed_json(tito: Session) -> None:
     tito.need_generate()
-    api.rejected(tito, None, content=b'{"token_ids": [1, 2,', what="malformed JSON",
-                 headers={"Content-Type": "application/json"})
+    api.rejected(
+        tito,
+        None,
+        content=b'{"token_ids": [1, 2,',
+        what="malformed JSON",
+        headers={"Content-Type": "application/json"},
+    )
 
 
 @checks("ERR-006")
 def test_wrong_content_type(tito: Session) -> None:
     tito.need_generate()
-    api.rejected(tito, None, content=api.dumps_body(api.body(2)), what="text/plain body",
-                 headers={"Content-Type": "text/plain"})
+    api.rejected(
+        tito,
+        None,
+        content=api.dumps_body(api.body(2)),
+        what="text/plain body",
+        headers={"Content-Type": "text/plain"},
+    )
 
 
 @checks("ERR-008")
@@ -86,9 +99,19 @@ def test_malformed_fields_4xx(tito: Session) -> None:
 @checks("ERR-009")
 def test_nullable_nulls(tito: Session) -> None:
     tito.need_generate()
-    payload = api.body(2, stop=None, prompt_logprobs=None, logprobs=None, top={
-        "features": None, "cache_salt": None, "kv_transfer_params": None,
-        "stream_options": None, "return_token_ids": None})
+    payload = api.body(
+        2,
+        stop=None,
+        prompt_logprobs=None,
+        logprobs=None,
+        top={
+            "features": None,
+            "cache_salt": None,
+            "kv_transfer_params": None,
+            "stream_options": None,
+            "return_token_ids": None,
+        },
+    )
     api.generate(tito, payload, what="generate with explicit nulls")
 
 

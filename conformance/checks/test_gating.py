@@ -52,8 +52,9 @@ def test_tokens_only_generates(tito: Session) -> None:
 @checks("TOKONLY-002")
 def test_tokens_only_refuses_text(tito: Session) -> None:
     tito.need("tokens-only")
-    api.rejected(tito, api.body(2, top={"output_mode": "text"}),
-                 what='output_mode "text" on tokens-only')
+    api.rejected(
+        tito, api.body(2, top={"output_mode": "text"}), what='output_mode "text" on tokens-only'
+    )
 
 
 @checks("TOKONLY-003")
@@ -75,5 +76,7 @@ def test_tokens_only_stop_token_ids(tito: Session) -> None:
     tito.need("tokens-only")
     _, _, token, choice = stop_token_case(tito)
     if choice.get("finish_reason") != "stop" or choice.get("stop_reason") != token:
-        fail(f"stop_token_ids [{token}] on tokens-only: finish_reason "
-             f"{choice.get('finish_reason')!r}, stop_reason {choice.get('stop_reason')!r}")
+        fail(
+            f"stop_token_ids [{token}] on tokens-only: finish_reason "
+            f"{choice.get('finish_reason')!r}, stop_reason {choice.get('stop_reason')!r}"
+        )

@@ -62,8 +62,10 @@ def test_tokens_mode_entry_keys(tito: Session) -> None:
             for item in [entry, *entry.get("top_logprobs", [])]:
                 extra = {"token", "bytes"} & set(item)
                 if extra or "rank" not in item or "token_id" not in item:
-                    fail(f"{where} entry {i}: tokens-mode item keys {sorted(item)} (needs "
-                         f"token_id and rank, no token or bytes)")
+                    fail(
+                        f"{where} entry {i}: tokens-mode item keys {sorted(item)} (needs "
+                        f"token_id and rank, no token or bytes)"
+                    )
 
 
 @checks("LOGP-006")
@@ -88,8 +90,10 @@ def test_top_logprobs_count(tito: Session) -> None:
         for choice in choices_of(data):
             for i, entry in enumerate(semantics.token_logprobs(choice, k)):
                 if len(entry.get("top_logprobs") or []) != max(k, 1):
-                    fail(f"logprobs {k}: entry {i} has {len(entry.get('top_logprobs') or [])} "
-                         f"top_logprobs, expected {max(k, 1)}")
+                    fail(
+                        f"logprobs {k}: entry {i} has {len(entry.get('top_logprobs') or [])} "
+                        f"top_logprobs, expected {max(k, 1)}"
+                    )
 
 
 @checks("LOGP-009")
@@ -104,8 +108,7 @@ def test_prompt_logprobs(tito: Session) -> None:
     data = api.generate(tito, api.body(2, prompt_logprobs=1))
     plp = data.get("prompt_logprobs")
     if not isinstance(plp, list) or len(plp) != len(api.PROMPT):
-        fail(f"prompt_logprobs {plp!r:.200} is not one entry per prompt token "
-             f"({len(api.PROMPT)})")
+        fail(f"prompt_logprobs {plp!r:.200} is not one entry per prompt token ({len(api.PROMPT)})")
     assert isinstance(plp, list)
     if plp[0] is not None:
         fail(f"prompt_logprobs[0] is {plp[0]!r}, expected null")

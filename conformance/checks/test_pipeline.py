@@ -13,8 +13,10 @@ DERENDER = "/v1/completions/derender"
 
 def rendered(s: Session) -> dict:
     def make() -> dict:
-        reply = s.client.post(RENDER, {"model": s.features.model, "prompt": api.PROMPT,
-                                       "max_tokens": 4, "temperature": 0})
+        reply = s.client.post(
+            RENDER,
+            {"model": s.features.model, "prompt": api.PROMPT, "max_tokens": 4, "temperature": 0},
+        )
         api.status_is(reply, 200, "completions render")
         data = reply.json()
         api.validate("RenderCompletionResponse", data, "render response")
@@ -49,16 +51,22 @@ def test_pipeline(tito: Session) -> None:
 def test_derender_refuses_text(tito: Session) -> None:
     tito.need("render", "text-mode")
     text = api.generate(tito, api.body(3, top={"output_mode": "text"}))
-    api.rejected(tito, {"generate_responses": [text]}, path=DERENDER,
-                 what="derender of a text-mode response")
+    api.rejected(
+        tito, {"generate_responses": [text]}, path=DERENDER, what="derender of a text-mode response"
+    )
 
 
 @checks("MM-001")
 def test_features_and_content_parts(tito: Session) -> None:
     tito.need_generate()
-    payload = api.body(2, top={
-        "features": {"mm_hashes": {"image": ["tito"]},
-                     "mm_placeholders": {"image": [{"offset": 0, "length": 1}]}},
-        "content_parts": [{"type": "image_url", "url": "http://127.0.0.1:9/none.png"}],
-    })
+    payload = api.body(
+        2,
+        top={
+            "features": {
+                "mm_hashes": {"image": ["tito"]},
+                "mm_placeholders": {"image": [{"offset": 0, "length": 1}]},
+            },
+            "content_parts": [{"type": "image_url", "url": "http://127.0.0.1:9/none.png"}],
+        },
+    )
     api.rejected(tito, payload, what="features together with content_parts")

@@ -22,8 +22,7 @@ def stop_token_case(s: Session) -> tuple[list[int], int, int, dict[str, Any]]:
                 break
         else:
             pytest.skip("not applicable: the seeded output repeats one token; no stop token")
-        stopped = api.generate(s, api.seeded(12, ignore_eos=True,
-                                              stop_token_ids=[ref[position]]))
+        stopped = api.generate(s, api.seeded(12, ignore_eos=True, stop_token_ids=[ref[position]]))
         return ref, position, ref[position], choices_of(stopped)[0]
 
     return s.remember("stop-token", make)
@@ -34,8 +33,10 @@ def test_stop_token_reason(tito: Session) -> None:
     tito.need_generate()
     _, _, token, choice = stop_token_case(tito)
     if choice.get("finish_reason") != "stop" or choice.get("stop_reason") != token:
-        fail(f"stop_token_ids [{token}] matched: finish_reason {choice.get('finish_reason')!r}, "
-             f"stop_reason {choice.get('stop_reason')!r} (expected 'stop', {token})")
+        fail(
+            f"stop_token_ids [{token}] matched: finish_reason {choice.get('finish_reason')!r}, "
+            f"stop_reason {choice.get('stop_reason')!r} (expected 'stop', {token})"
+        )
 
 
 @checks("STOP-002")
@@ -43,8 +44,10 @@ def test_stop_token_kept(tito: Session) -> None:
     tito.need_generate()
     ref, position, token, choice = stop_token_case(tito)
     if choice.get("token_ids") != ref[: position + 1]:
-        fail(f"stopped on {token}: token_ids {choice.get('token_ids')}, expected the stop token "
-             f"kept: {ref[: position + 1]}")
+        fail(
+            f"stopped on {token}: token_ids {choice.get('token_ids')}, expected the stop token "
+            f"kept: {ref[: position + 1]}"
+        )
 
 
 @checks("STOP-003")
@@ -55,8 +58,10 @@ def test_eos_stop_reason_null(tito: Session) -> None:
         for choice in choices_of(api.generate(tito, payload)):
             if choice.get("finish_reason") == "stop":
                 if choice.get("stop_reason") is not None:
-                    fail(f"a choice ended by EOS (no stop criteria sent) has stop_reason "
-                         f"{choice.get('stop_reason')!r}, expected null")
+                    fail(
+                        f"a choice ended by EOS (no stop criteria sent) has stop_reason "
+                        f"{choice.get('stop_reason')!r}, expected null"
+                    )
                 return
     pytest.skip("not applicable: no sampled choice reached EOS within 4 x 8 x 48 tokens")
 
@@ -66,8 +71,10 @@ def test_length_stop_reason_null(tito: Session) -> None:
     tito.need_generate()
     choice = choices_of(api.generate(tito, api.body(3, ignore_eos=True)))[0]
     if choice.get("finish_reason") != "length" or choice.get("stop_reason") is not None:
-        fail(f"max_tokens reached: finish_reason {choice.get('finish_reason')!r}, stop_reason "
-             f"{choice.get('stop_reason')!r} (expected 'length', null)")
+        fail(
+            f"max_tokens reached: finish_reason {choice.get('finish_reason')!r}, stop_reason "
+            f"{choice.get('stop_reason')!r} (expected 'length', null)"
+        )
 
 
 def stop_string_case(s: Session) -> dict[str, Any]:
@@ -94,10 +101,16 @@ def stop_string_case(s: Session) -> dict[str, Any]:
             if stop in joined.decode("utf-8", "replace"):
                 break
         cut = dict(payload, sampling_params={**payload["sampling_params"], "stop": [stop]})
-        kept = dict(cut, sampling_params={**cut["sampling_params"],
-                                          "include_stop_str_in_output": True})
+        kept = dict(
+            cut, sampling_params={**cut["sampling_params"], "include_stop_str_in_output": True}
+        )
         return {
-            "ref": ref, "text": text, "stop": stop, "at": at, "needed": needed, "cut_payload": cut,
+            "ref": ref,
+            "text": text,
+            "stop": stop,
+            "at": at,
+            "needed": needed,
+            "cut_payload": cut,
             "cut": choices_of(api.generate(s, cut))[0],
             "kept": choices_of(api.generate(s, kept))[0],
         }
@@ -120,8 +133,10 @@ def test_include_stop_str(tito: Session) -> None:
     case = stop_string_case(tito)
     want = case["text"][: case["at"] + len(case["stop"])]
     if case["kept"].get("text") != want:
-        fail(f"stop {case['stop']!r} with include_stop_str_in_output: text "
-             f"{case['kept'].get('text')!r}, expected {want!r}")
+        fail(
+            f"stop {case['stop']!r} with include_stop_str_in_output: text "
+            f"{case['kept'].get('text')!r}, expected {want!r}"
+        )
 
 
 @checks("STOP-008")
@@ -131,8 +146,10 @@ def test_stop_string_tokens_kept(tito: Session) -> None:
     ids = case["cut"].get("token_ids") or []
     ref = case["ref"]["token_ids"]
     if ids != ref[: len(ids)] or len(ids) < case["needed"]:
-        fail(f"stop {case['stop']!r}: token_ids {ids} must keep the {case['needed']} tokens "
-             f"that spell it (reference {ref[: case['needed']]})")
+        fail(
+            f"stop {case['stop']!r}: token_ids {ids} must keep the {case['needed']} tokens "
+            f"that spell it (reference {ref[: case['needed']]})"
+        )
 
 
 @checks("STOP-009")
@@ -141,8 +158,10 @@ def test_stop_string_reason(tito: Session) -> None:
     case = stop_string_case(tito)
     cut = case["cut"]
     if cut.get("finish_reason") != "stop" or cut.get("stop_reason") != case["stop"]:
-        fail(f"stop {case['stop']!r} matched: finish_reason {cut.get('finish_reason')!r}, "
-             f"stop_reason {cut.get('stop_reason')!r}")
+        fail(
+            f"stop {case['stop']!r} matched: finish_reason {cut.get('finish_reason')!r}, "
+            f"stop_reason {cut.get('stop_reason')!r}"
+        )
 
 
 @checks("STOP-010")
@@ -151,5 +170,7 @@ def test_stop_string_stream(tito: Session) -> None:
     case = stop_string_case(tito)
     got = api.stream(tito, case["cut_payload"]).choices().get(0)
     if got is None or got.text != case["cut"].get("text"):
-        fail(f"streamed with stop {case['stop']!r}: text {got.text if got else None!r}, "
-             f"non-streamed {case['cut'].get('text')!r}")
+        fail(
+            f"streamed with stop {case['stop']!r}: text {got.text if got else None!r}, "
+            f"non-streamed {case['cut'].get('text')!r}"
+        )

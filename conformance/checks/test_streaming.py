@@ -52,8 +52,10 @@ def test_deltas_concatenate(tito: Session) -> None:
             fail(f"choice {index} never appeared in the stream")
         assert part is not None
         if part.token_ids != choice.get("token_ids"):
-            fail(f"choice {index}: streamed deltas join to {part.token_ids}, the non-streamed "
-                 f"result is {choice.get('token_ids')}")
+            fail(
+                f"choice {index}: streamed deltas join to {part.token_ids}, the non-streamed "
+                f"result is {choice.get('token_ids')}"
+            )
         want = [e.get("token_id") for e in (choice.get("logprobs") or {}).get("content") or []]
         have = [e.get("token_id") for e in part.logprobs]
         if want != have:
@@ -68,8 +70,10 @@ def test_last_chunk_has_finish_reason(tito: Session) -> None:
         if last.get("finish_reason") is None:
             fail(f"choice {index}: its last chunk has no finish_reason")
         for i, chunk in enumerate(choice.chunks):
-            if not chunk.get("token_ids") and not chunk.get("text") and (
-                chunk.get("finish_reason") is None
+            if (
+                not chunk.get("token_ids")
+                and not chunk.get("text")
+                and (chunk.get("finish_reason") is None)
             ):
                 fail(f"choice {index}: chunk {i} carries no tokens, text or finish_reason")
 
@@ -94,8 +98,9 @@ def test_one_choice_per_chunk(tito: Session) -> None:
 @checks("STREAM-007")
 def test_include_usage(tito: Session) -> None:
     tito.need_generate()
-    got = api.stream(tito, api.body(5, ignore_eos=True, top={
-        "stream_options": {"include_usage": True}}))
+    got = api.stream(
+        tito, api.body(5, ignore_eos=True, top={"stream_options": {"include_usage": True}})
+    )
     usage = got.usage_chunks()
     if len(usage) != 1:
         fail(f"include_usage gave {len(usage)} usage chunks (choices: [])")
@@ -103,8 +108,11 @@ def test_include_usage(tito: Session) -> None:
         fail("the usage chunk is not the last chunk before [DONE]")
     tokens = sum(len(c.token_ids) for c in got.choices().values())
     u = usage[0]["usage"]
-    expected = {"prompt_tokens": len(api.PROMPT), "completion_tokens": tokens,
-                "total_tokens": len(api.PROMPT) + tokens}
+    expected = {
+        "prompt_tokens": len(api.PROMPT),
+        "completion_tokens": tokens,
+        "total_tokens": len(api.PROMPT) + tokens,
+    }
     if {k: u.get(k) for k in expected} != expected:
         fail(f"usage chunk {u} does not match the stream {expected}")
 
@@ -115,16 +123,23 @@ def test_engine_rejection_is_error_event(tito: Session) -> None:
     payload = api.body(2, logprobs=21) | {"stream": True}
     with tito.client.stream(api.GENERATE, payload) as st:
         if st.status != 200:
-            fail(f"a streamed request with logprobs 21 answered HTTP {st.status}, not a 200 "
-                 f"with an error event")
+            fail(
+                f"a streamed request with logprobs 21 answered HTTP {st.status}, not a 200 "
+                f"with an error event"
+            )
         got = api.read_stream(st)
     if len(got.errors) != 1 or not got.done:
-        fail(f"expected one error event then [DONE]; got {len(got.errors)} error events, "
-             f"[DONE] {'seen' if got.done else 'missing'}")
+        fail(
+            f"expected one error event then [DONE]; got {len(got.errors)} error events, "
+            f"[DONE] {'seen' if got.done else 'missing'}"
+        )
 
 
 @checks("STREAM-009")
 def test_schema_error_stays_400(tito: Session) -> None:
     tito.need_generate()
-    api.rejected(tito, api.body(2) | {"token_ids": [], "stream": True},
-                 what="streamed request with token_ids []")
+    api.rejected(
+        tito,
+        api.body(2) | {"token_ids": [], "stream": True},
+        what="streamed request with token_ids []",
+    )

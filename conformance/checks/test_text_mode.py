@@ -28,8 +28,10 @@ def items(s: Session) -> list[tuple[str, dict]]:
     for choice in choices_of(text_response(s)):
         content = (choice.get("logprobs") or {}).get("content")
         if not isinstance(content, list) or not content:
-            fail(f"choice {choice.get('index')}: text mode with logprobs 2 returned logprobs "
-                 f"{choice.get('logprobs')!r:.120}")
+            fail(
+                f"choice {choice.get('index')}: text mode with logprobs 2 returned logprobs "
+                f"{choice.get('logprobs')!r:.120}"
+            )
         assert isinstance(content, list)
         for i, entry in enumerate(content):
             where = f"choice {choice.get('index')} entry {i}"
@@ -61,8 +63,10 @@ def test_text_logprobs_shape(tito: Session) -> None:
     for where, item in items(tito):
         token = item.get("token")
         if not isinstance(token, str) or "token_id" in item:
-            fail(f"{where}: a ChatCompletionLogProbs item has a token string and no token_id; "
-                 f"got keys {sorted(item)}")
+            fail(
+                f"{where}: a ChatCompletionLogProbs item has a token string and no token_id; "
+                f"got keys {sorted(item)}"
+            )
         assert isinstance(token, str)
         raw = item.get("bytes")
         if raw is not None and "\ufffd" not in token and bytes(raw) != token.encode():
@@ -77,8 +81,10 @@ def test_text_mode_same_tokens(tito: Session) -> None:
     tokens = api.generate(tito, payload)
     for a, b in zip(choices_of(tokens), choices_of(text_response(tito)), strict=False):
         if a.get("token_ids") != b.get("token_ids"):
-            fail(f"choice {a.get('index')}: tokens mode {a.get('token_ids')} vs text mode "
-                 f"{b.get('token_ids')} for the same seeded request")
+            fail(
+                f"choice {a.get('index')}: tokens mode {a.get('token_ids')} vs text mode "
+                f"{b.get('token_ids')} for the same seeded request"
+            )
 
 
 @checks("TEXT-005")
@@ -113,8 +119,10 @@ def test_echo_matches(tito: Session) -> None:
 
 def _special_candidate(s: Session) -> int | None:
     if s.features.render:
-        reply = s.client.post("/v1/chat/completions/render", {
-            "model": s.features.model, "messages": [{"role": "user", "content": "hi"}]})
+        reply = s.client.post(
+            "/v1/chat/completions/render",
+            {"model": s.features.model, "messages": [{"role": "user", "content": "hi"}]},
+        )
         data = reply.json() if reply.status == 200 else None
         if isinstance(data, dict) and data.get("token_ids"):
             return int(data["token_ids"][0])
@@ -129,18 +137,24 @@ def test_skip_special_tokens(tito: Session) -> None:
         pytest.skip("not applicable: no chat render to find a special token with")
     texts = {}
     for skip in (False, True):
-        payload = api.body(2, ignore_eos=True, allowed_token_ids=[candidate],
-                           skip_special_tokens=skip, top={"output_mode": "text"})
+        payload = api.body(
+            2,
+            ignore_eos=True,
+            allowed_token_ids=[candidate],
+            skip_special_tokens=skip,
+            top={"output_mode": "text"},
+        )
         choice = choices_of(api.generate(tito, payload))[0]
         if set(choice.get("token_ids") or []) != {candidate}:
-            pytest.skip("not applicable: the server does not honour allowed_token_ids, so no "
-                        "special token can be forced")
+            pytest.skip(
+                "not applicable: the server does not honour allowed_token_ids, so no "
+                "special token can be forced"
+            )
         texts[skip] = choice.get("text", "")
     if not texts[False]:
         pytest.skip(f"not applicable: token {candidate} renders as empty text")
     if texts[True] == texts[False]:
-        fail(f"skip_special_tokens true still shows the special token {candidate}: "
-             f"{texts[True]!r}")
+        fail(f"skip_special_tokens true still shows the special token {candidate}: {texts[True]!r}")
 
 
 @checks("TEXT-009")
@@ -151,15 +165,20 @@ def test_text_deltas(tito: Session) -> None:
     for choice in choices_of(text_response(tito)):
         part = joined.get(choice.get("index", 0))
         if part is None or part.text != choice.get("text"):
-            fail(f"choice {choice.get('index')}: streamed text {part.text if part else None!r} "
-                 f"!= non-streamed {choice.get('text')!r}")
+            fail(
+                f"choice {choice.get('index')}: streamed text {part.text if part else None!r} "
+                f"!= non-streamed {choice.get('text')!r}"
+            )
 
 
 @checks("TEXT-010")
 def test_text_needs_detokenize(tito: Session) -> None:
     tito.need_generate()
-    api.rejected(tito, api.body(2, detokenize=False, top={"output_mode": "text"}),
-                 what='output_mode "text" with detokenize false')
+    api.rejected(
+        tito,
+        api.body(2, detokenize=False, top={"output_mode": "text"}),
+        what='output_mode "text" with detokenize false',
+    )
 
 
 @checks("TEXT-011")
@@ -174,8 +193,12 @@ def test_placeholders_name_tokens(tito: Session) -> None:
                 continue
             found = True
             if int(match.group(1)) != choice["token_ids"][i]:
-                fail(f"placeholder {entry.get('token')} for token_ids[{i}] = "
-                     f"{choice['token_ids'][i]}")
+                fail(
+                    f"placeholder {entry.get('token')} for token_ids[{i}] = "
+                    f"{choice['token_ids'][i]}"
+                )
     if not found:
-        pytest.skip("not applicable: the server does not send token_id:N placeholders "
-                    "(not started with --return-tokens-as-token-ids)")
+        pytest.skip(
+            "not applicable: the server does not send token_id:N placeholders "
+            "(not started with --return-tokens-as-token-ids)"
+        )

@@ -12,10 +12,13 @@ from conformance.session import Session
 
 
 def responses(s: Session) -> list[dict]:
-    return s.remember("wv", lambda: [
-        api.generate(s, api.body(6, ignore_eos=True)),
-        api.generate(s, api.seeded(9, n=3)),
-    ])
+    return s.remember(
+        "wv",
+        lambda: [
+            api.generate(s, api.body(6, ignore_eos=True)),
+            api.generate(s, api.seeded(9, n=3)),
+        ],
+    )
 
 
 @checks("WV-001")
@@ -24,8 +27,10 @@ def test_final_output_carries_list(tito: Session) -> None:
     for data in responses(tito):
         for choice in choices_of(data):
             if not isinstance(choice.get("weight_versions"), list):
-                fail(f"choice {choice.get('index')} has weight_versions "
-                     f"{choice.get('weight_versions')!r}")
+                fail(
+                    f"choice {choice.get('index')} has weight_versions "
+                    f"{choice.get('weight_versions')!r}"
+                )
 
 
 @checks("WV-002")
@@ -33,16 +38,22 @@ def test_spans_cover_output(tito: Session) -> None:
     tito.need_generate()
     for data in responses(tito):
         for choice in choices_of(data):
-            check_spans(choice.get("weight_versions"), len(choice.get("token_ids") or []),
-                        f"choice {choice.get('index')}")
+            check_spans(
+                choice.get("weight_versions"),
+                len(choice.get("token_ids") or []),
+                f"choice {choice.get('index')}",
+            )
 
 
 @checks("WV-003", "WV-004")
 def test_stream_spans_cover_output(tito: Session) -> None:
     tito.need_generate()
     for index, choice in streamed(tito).choices().items():
-        check_spans(choice.chunks[-1].get("weight_versions"), len(choice.token_ids),
-                    f"stream choice {index} last chunk")
+        check_spans(
+            choice.chunks[-1].get("weight_versions"),
+            len(choice.token_ids),
+            f"stream choice {index} last chunk",
+        )
 
 
 @checks("WV-005")
@@ -51,8 +62,10 @@ def test_no_list_before_last_chunk(tito: Session) -> None:
     for index, choice in streamed(tito).choices().items():
         for i, chunk in enumerate(choice.chunks[:-1]):
             if chunk.get("weight_versions") is not None:
-                fail(f"stream choice {index} chunk {i} (not its last) carries weight_versions "
-                     f"{chunk['weight_versions']}")
+                fail(
+                    f"stream choice {index} chunk {i} (not its last) carries weight_versions "
+                    f"{chunk['weight_versions']}"
+                )
 
 
 @checks("WV-006")
@@ -61,8 +74,10 @@ def test_empty_output_empty_list(tito: Session) -> None:
     data = api.generate(tito, api.body(4), headers={"X-Mock-Abort-After-Tokens": "0"})
     choice = choices_of(data)[0]
     if choice.get("token_ids"):
-        pytest.skip("not applicable: no way to get a zero-token output from this server "
-                    "(it has no X-Mock-Abort-After-Tokens hook)")
+        pytest.skip(
+            "not applicable: no way to get a zero-token output from this server "
+            "(it has no X-Mock-Abort-After-Tokens hook)"
+        )
     if choice.get("weight_versions") != []:
         fail(f"an output with no tokens has weight_versions {choice.get('weight_versions')!r}")
 
@@ -78,8 +93,9 @@ def _set_label(s: Session, label: str) -> None:
 
 
 def _labels(data: dict) -> set[str]:
-    return {span.get("version") for c in choices_of(data) for span in
-            c.get("weight_versions") or []}
+    return {
+        span.get("version") for c in choices_of(data) for span in c.get("weight_versions") or []
+    }
 
 
 @checks("WV-007")

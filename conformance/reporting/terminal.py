@@ -40,8 +40,9 @@ def _one(report: Report, verbose: bool) -> str:
     for r in report.requirements:
         if r.status in (Status.FAIL, Status.ERROR):
             label = "WARN" if r.is_warning else r.status.value.upper()
-            lines.append(f"   {label} {r.requirement.id} [{r.requirement.level.value}] "
-                         f"{r.requirement.title}")
+            lines.append(
+                f"   {label} {r.requirement.id} [{r.requirement.level.value}] {r.requirement.title}"
+            )
             for check in r.checks:
                 if check.status is r.status:
                     lines.append(f"      {check.name}: {check.message[:400]}")

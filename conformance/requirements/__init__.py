@@ -4,8 +4,19 @@ from __future__ import annotations
 
 from functools import cache
 
-from . import abort, access, core, errors, gating, logprobs, pipeline, stop, streaming
-from . import text_mode, weight_versions
+from . import (
+    abort,
+    access,
+    core,
+    errors,
+    gating,
+    logprobs,
+    pipeline,
+    stop,
+    streaming,
+    text_mode,
+    weight_versions,
+)
 from .model import MAY, MUST, SHOULD, Feature, Level, Requirement, Source
 
 __all__ = [
@@ -21,8 +32,17 @@ __all__ = [
 ]
 
 _MODULES = (
-    core, streaming, logprobs, text_mode, stop, abort, access, weight_versions, pipeline,
-    gating, errors,
+    core,
+    streaming,
+    logprobs,
+    text_mode,
+    stop,
+    abort,
+    access,
+    weight_versions,
+    pipeline,
+    gating,
+    errors,
 )
 
 

@@ -9,27 +9,35 @@ M = Feature.MULTIMODAL
 
 REQUIREMENTS = [
     Requirement(
-        "RENDER-001", MUST, R,
+        "RENDER-001",
+        MUST,
+        R,
         "--enable-scale-out registers it, with /render, /derender",
         "render and derender answer on a scale-out server",
         expected_status=200,
     ),
     Requirement(
-        "RENDER-002", MUST, R,
+        "RENDER-002",
+        MUST,
+        R,
         "It is also the generation step of the render → generate → derender pipeline used in "
         "disaggregated serving",
         "a render result posts to generate unchanged, and its response derenders",
         expected_status=200,
     ),
     Requirement(
-        "RENDER-003", MUST, R,
+        "RENDER-003",
+        MUST,
+        R,
         '/derender only accepts output_mode: "tokens" responses and returns a 400 for text '
         "responses which are already detokenized.",
         "derender refuses a text-mode response with a 400",
         expected_status=400,
     ),
     Requirement(
-        "MM-001", MUST, M,
+        "MM-001",
+        MUST,
+        M,
         "Multimodal input, mutually exclusive.",
         "features together with content_parts is a 400",
         expected_status=400,

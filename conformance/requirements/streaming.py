@@ -8,44 +8,58 @@ F = Feature.STREAMING
 
 REQUIREMENTS = [
     Requirement(
-        "STREAM-001", MUST, F,
+        "STREAM-001",
+        MUST,
+        F,
         "SSE chunks ending with `data: [DONE]`.",
         "stream: true answers text/event-stream, one JSON chunk per event, each valid "
         "against GenerateStreamChunk",
         expected_status=200,
     ),
     Requirement(
-        "STREAM-002", MUST, F,
+        "STREAM-002",
+        MUST,
+        F,
         "SSE chunks ending with `data: [DONE]`.",
         "the last event is data: [DONE]",
     ),
     Requirement(
-        "STREAM-003", MUST, F,
+        "STREAM-003",
+        MUST,
+        F,
         "Stream chunks carry the same per-choice fields for the new tokens.",
         "deltas (token_ids, logprobs) concatenate to the non-streamed result of a seeded request",
     ),
     Requirement(
-        "STREAM-004", MUST, F,
+        "STREAM-004",
+        MUST,
+        F,
         "A chunk is sent whenever the engine output carries new text or a finish_reason, even "
         "with no new token IDs.",
         "each choice's last chunk carries its finish_reason; no chunk is empty",
     ),
     Requirement(
-        "STREAM-005", SHOULD, F,
+        "STREAM-005",
+        SHOULD,
+        F,
         "finish_reason is null on every chunk of a choice but its last.",
         "no finish_reason before a choice's last chunk",
         source=Source.VLLM,
         evidence="vllm-source-notes §4; captures *.sse",
     ),
     Requirement(
-        "STREAM-006", SHOULD, F,
+        "STREAM-006",
+        SHOULD,
+        F,
         "Each chunk carries exactly one choice; with n > 1 choices interleave by index.",
         "one choice per chunk",
         source=Source.VLLM,
         evidence="vllm-source-notes §4",
     ),
     Requirement(
-        "STREAM-007", SHOULD, F,
+        "STREAM-007",
+        SHOULD,
+        F,
         "stream_options.include_usage adds one final chunk with choices [] and the usage, "
         "before [DONE].",
         "include_usage gives a usage chunk whose counts match the stream",
@@ -53,7 +67,9 @@ REQUIREMENTS = [
         evidence="vllm-source-notes §4; test_stream_include_usage",
     ),
     Requirement(
-        "STREAM-008", SHOULD, F,
+        "STREAM-008",
+        SHOULD,
+        F,
         "An engine-side rejection of a streamed request (logprobs above the maximum, DP rank out "
         "of range) is a 200 with one error event, then data: [DONE].",
         "engine-side rejections of a stream arrive as an error event",
@@ -62,7 +78,9 @@ REQUIREMENTS = [
         evidence="vllm-cpu.md 'More behaviour'; captures stream_error_*",
     ),
     Requirement(
-        "STREAM-009", SHOULD, F,
+        "STREAM-009",
+        SHOULD,
+        F,
         "Schema errors (for example an empty token_ids) stay HTTP 400 with stream: true.",
         "schema errors of a streamed request are still a 400",
         source=Source.VLLM,

@@ -1,0 +1,156 @@
+"""A hostile or broken server must not break the suite: readable failures, bounded time."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+import respx
+
+from conformance.http import Client, ServerBroke
+from conformance.results import Status
+from conformance.runner import run
+from conformance.session import SuiteConfig
+
+VALID = {
+    "request_id": "generate-tokens-x",
+    "output_mode": "tokens",
+    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+    "choices": [
+        {
+            "index": 0,
+            "finish_reason": "length",
+            "stop_reason": None,
+            "token_ids": [5],
+            "weight_versions": [{"version": "default", "start": 0, "end": 1}],
+            "logprobs": None,
+        }
+    ],
+}
+CHUNK = json.dumps(
+    {
+        "request_id": "generate-tokens-x",
+        "output_mode": "tokens",
+        "choices": [{"index": 0, "finish_reason": None, "token_ids": [5]}],
+    }
+)
+
+
+def _handler(mode: str, stop: threading.Event) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def _send(self, status: int, body: bytes, ctype: str = "application/json") -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            self._send(200 if self.path == "/health" else 404, b"{}")
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length)
+            streaming = b'"stream":true' in raw
+            if self.path != "/inference/v1/generate":
+                return self._send(404, b'{"detail":"Not Found"}')
+            if mode == "hang":
+                stop.wait(30)
+                return None
+            if mode == "garbage":
+                return self._send(200, b"<html>not json at all")
+            if mode == "endless-body":
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                try:
+                    while not stop.is_set():
+                        self.wfile.write(b"[" * 65536)
+                except OSError:
+                    pass
+                return None
+            if not streaming:
+                return self._send(200, json.dumps(VALID).encode())
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            try:
+                if mode == "early-close":
+                    self.wfile.write(f"data: {CHUNK}\n\n".encode())
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return None
+                while not stop.is_set():  # endless-stream
+                    self.wfile.write(f"data: {CHUNK}\n\n".encode())
+                    time.sleep(0.001)
+            except OSError:
+                pass
+            return None
+
+    return Handler
+
+
+@pytest.fixture
+def hostile(request: pytest.FixtureRequest) -> Iterator[str]:
+    stop = threading.Event()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(request.param, stop))
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        stop.set()
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    ["hang", "garbage", "endless-body", "endless-stream", "early-close"],
+    indirect=True,
+)
+def test_hostile_server_yields_readable_failures(hostile: str) -> None:
+    config = SuiteConfig(
+        base_url=hostile, timeout=1.0, warmup_timeout=1.0, stream_deadline=1.5, deadline_s=60.0
+    )
+    started = time.monotonic()
+    report = run(config)
+    took = time.monotonic() - started
+    assert took < 60, f"the suite took {took:.0f} s against a hostile server"
+    assert not report.harness_error, report.harness_error
+    errors = [
+        (r.requirement.id, r.reason[:300]) for r in report.requirements if r.status is Status.ERROR
+    ]
+    assert not errors, errors
+    assert report.summary.failed > 0
+    for result in report.requirements:
+        if result.status is Status.FAIL:
+            assert result.reason, result.requirement.id
+
+
+def test_client_turns_transport_faults_into_failures() -> None:
+    with respx.mock(base_url="http://tito.test") as router:
+        router.post("/garbage").mock(return_value=httpx.Response(200, content=b"\x00\xff"))
+        router.post("/slow").mock(side_effect=httpx.ReadTimeout("slow"))
+        client = Client("http://tito.test", timeout=0.5)
+        with pytest.raises(ServerBroke, match="not JSON"):
+            client.post("/garbage", {}).json()
+        for _ in range(3):
+            with pytest.raises(ServerBroke, match="no complete answer"):
+                client.post("/slow", {})
+        with pytest.raises(ServerBroke, match="stopped answering"):
+            client.post("/garbage", {})
+        assert client.log[0].curl().startswith("curl ")
+        client.close()

@@ -1,0 +1,113 @@
+"""The results model and its views: JSON (schema-checked), JUnit, terminal, exit codes."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conformance import cli
+from conformance.reporting import json_report, junit, terminal
+from conformance.requirements import by_id
+from conformance.results import CheckResult, Report, ServerInfo, Status, decide, exit_code
+
+
+def make_report(statuses: dict[str, Status], harness_error: str = "") -> Report:
+    results = []
+    for rid, req in by_id().items():
+        status = statuses.get(rid)
+        checks = (
+            []
+            if status is None
+            else [
+                CheckResult(
+                    f"test_x.py::test_{rid}",
+                    status,
+                    "boom" if status is Status.FAIL else "",
+                    "curl -X POST http://x" if status is Status.FAIL else "",
+                )
+            ]
+        )
+        results.append(decide(req, checks))
+    return Report(
+        "tito-conformance",
+        "0.1.0",
+        "spec",
+        ServerInfo("http://127.0.0.1:1", "0.32.0", ["scale-out"], ["scale-out"], "scale-out"),
+        "2026-01-01T00:00:00+00:00",
+        1.5,
+        results,
+        harness_error,
+    )
+
+
+def test_decide_rules() -> None:
+    req = by_id()["GEN-001"]
+    assert decide(req, []).status is Status.SKIP
+    both = [CheckResult("a", Status.PASS), CheckResult("b", Status.FAIL, "x")]
+    assert decide(req, both).status is Status.FAIL
+    assert decide(req, [CheckResult("a", Status.SKIP, "why")]).reason == "why"
+    mixed = [CheckResult("a", Status.PASS), CheckResult("b", Status.ERROR, "e")]
+    assert decide(req, mixed).status is Status.ERROR
+
+
+def test_summary_and_exit_codes() -> None:
+    ok = make_report({"GEN-001": Status.PASS, "ERR-002": Status.SKIP})
+    assert exit_code([ok]) == 0
+    warn = make_report({"GEN-001": Status.PASS, "ERR-002": Status.FAIL})
+    assert warn.summary.warnings == 1 and warn.summary.failed == 0
+    assert exit_code([warn]) == 0
+    must = make_report({"GEN-001": Status.FAIL})
+    assert must.summary.failed == 1 and exit_code([must]) == 1
+    broken = make_report({"GEN-001": Status.ERROR})
+    assert exit_code([broken]) == 2
+    assert exit_code([make_report({}, harness_error="unreachable")]) == 2
+
+
+def test_json_report_validates(tmp_path: Path) -> None:
+    report = make_report({"GEN-001": Status.FAIL, "GEN-002": Status.PASS})
+    data = json_report.to_dict(report)
+    json_report.validate(data)
+    assert set(data) == {"suite", "server", "started_at", "duration_s", "summary", "requirements"}
+    assert set(data["requirements"][0]) == {
+        "id",
+        "level",
+        "feature",
+        "text",
+        "status",
+        "reason",
+        "checks",
+    }
+    json_report.validate(json_report.document([report, report]))
+    json_report.write([report], tmp_path / "r.json")
+    bad = dict(data, extra=1)
+    with pytest.raises(jsonschema.ValidationError):
+        json_report.validate(bad)
+
+
+def test_junit_and_terminal(tmp_path: Path) -> None:
+    report = make_report({"GEN-001": Status.FAIL, "ERR-002": Status.FAIL})
+    junit.write([report], tmp_path / "j.xml")
+    root = ET.parse(tmp_path / "j.xml").getroot()
+    assert len(root.findall(".//failure")) == 2
+    text = terminal.render([report])
+    assert "FAIL GEN-001" in text and "WARN ERR-002" in text and "curl" in text
+
+
+def test_cli_usage_errors() -> None:
+    assert cli.main(["run", "--base-url", "http://127.0.0.1:1", "--expect", "nonsense"]) == 2
+    assert cli.main(["run", "--base-url", "http://127.0.0.1:1", "--requirement", "X-1"]) == 2
+    assert cli.main(["fuzz"]) == 2
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--help"])
+    assert exc.value.code == 0
+
+
+def test_cli_unreachable_server_is_harness_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from conformance.server_process import free_port
+
+    code = cli.main(["run", "--base-url", f"http://127.0.0.1:{free_port()}", "--timeout", "1"])
+    assert code == 2
+    assert "not reachable" in capsys.readouterr().err
