@@ -43,6 +43,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=30.0, help="per-request timeout, s")
     p.add_argument("--stream-deadline", type=float, default=90.0, help="per-stream deadline, s")
     p.add_argument("--deadline", type=float, default=600.0, help="per-profile suite deadline, s")
+    p.add_argument(
+        "--diff",
+        action="store_true",
+        help="also diff the mock (same flags) against the real server, per profile",
+    )
     p.add_argument("--deviations", type=Path, help="known deviations YAML (default: built in)")
     p.add_argument("--out", type=Path, default=Path("live-results"), help="artifact directory")
     p.add_argument(

@@ -12,12 +12,15 @@ from conformance.runner import report_from
 from conformance.session import SuiteConfig
 
 from . import deviations
+from .fidelity import DiffResult, diff_against_mock
 from .launcher import LiveServer, ServerStartError, free_port, install_signal_handlers
 from .profiles import Backend, LiveProfile
 from .suite import LiveRun, run_suite, write_transcripts
 
 
-def run_profile(backend: Backend, profile: LiveProfile, args: argparse.Namespace) -> LiveRun:
+def run_profile(
+    backend: Backend, profile: LiveProfile, args: argparse.Namespace, diffs: list[DiffResult]
+) -> LiveRun:
     out: Path = args.out
     port = free_port()
     server = LiveServer(
@@ -42,12 +45,18 @@ def run_profile(backend: Backend, profile: LiveProfile, args: argparse.Namespace
     try:
         with server:
             run = run_suite(server, config)
+            if args.diff:
+                if not server.alive:
+                    server.restart()
+                t1 = time.monotonic()
+                diffs.append(diff_against_mock(server, profile, out))
+                run.timings["diff_s"] = round(time.monotonic() - t1, 2)
     except ServerStartError as exc:
         report: Report = report_from(config, None, [])
         report.harness_error = f"server did not start: {exc}"
         run = LiveRun(profile.name, report)
     run.duration_s = round(time.monotonic() - t0, 2)
-    run.timings = {
+    run.timings |= {
         "start_s": server.timings.starts_s,
         "warmup_s": server.timings.warmup_s,
         "reniced_threads": server.timings.reniced_threads,
@@ -72,9 +81,10 @@ def run_all(backend: Backend, profiles: list[LiveProfile], args: argparse.Namesp
     t0 = time.monotonic()
     verdicts: list[deviations.Verdict] = []
     timings: dict[str, object] = {}
+    diffs: list[DiffResult] = []
     for profile in profiles:
         print(f"== live [{backend.kind}] profile {profile.name}", flush=True)
-        run = run_profile(backend, profile, args)
+        run = run_profile(backend, profile, args, diffs)
         timings[profile.name] = run.timings
         json_report.write([run.report], out / f"report-{profile.name}.json")
         write_transcripts(run, out / f"transcripts-{profile.name}.jsonl")
@@ -87,9 +97,11 @@ def run_all(backend: Backend, profiles: list[LiveProfile], args: argparse.Namesp
         verdicts.append(deviations.judge(run.report, listed))
         print(f"   {profile.name}: {timings[profile.name]}", flush=True)
     gate = deviations.render(verdicts)
+    for d in diffs:
+        gate += f"\nfidelity diff [{d.profile}] mock vs real: {d.status} ({d.output_path.name})"
     print(gate)
     (out / "gate.txt").write_text(gate + "\n", encoding="utf-8")
     timings["total_s"] = round(time.monotonic() - t0, 2)
     write_json(out / "timings.json", timings)
     print(f"live run: {timings['total_s']} s; artifacts in {out}")
-    return 0 if all(v.ok for v in verdicts) else 1
+    return 0 if all(v.ok for v in verdicts) and all(d.ok for d in diffs) else 1
