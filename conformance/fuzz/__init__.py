@@ -1,0 +1,42 @@
+"""Spec-driven fuzzing of a TITO server with schemathesis (`tito-conformance fuzz`).
+
+`main(argv)` is the subcommand; `fuzz_report(...)` is what `tito-conformance run` calls with a
+small budget and merges into its report.
+"""
+
+from __future__ import annotations
+
+from ..results import Report
+from .cli import main
+from .settings import RUN_MAX_EXAMPLES, FuzzConfig, ServerFacts
+
+__all__ = ["FuzzConfig", "ServerFacts", "fuzz_report", "main"]
+
+
+def fuzz_report(
+    base_url: str,
+    api_key: str | None = None,
+    *,
+    max_examples: int = RUN_MAX_EXAMPLES,
+    seed: int = 0,
+    vocab_size: int | None = None,
+    oov_group: bool = False,
+) -> Report:
+    """A fuzz run as a `conformance.results.Report` (one per server), for the suite's `run`.
+
+    The out-of-vocabulary group is off by default here: it may crash the server under test
+    (vLLM 0.32 `--tokens-only`), which would end the rest of the suite's run.
+    """
+    from dataclasses import replace
+
+    from .run import fuzz, probe_facts, to_report
+
+    config = FuzzConfig(
+        base_url=base_url,
+        api_key=api_key,
+        max_examples=max_examples,
+        seed=seed,
+        oov_group=oov_group,
+    )
+    config = replace(config, facts=probe_facts(config, vocab_size))
+    return to_report(fuzz(config))

@@ -1,0 +1,127 @@
+"""Our checks, in schemathesis's check signature `(ctx, response, case)`.
+
+They run next to schemathesis's own checks and fail by raising AssertionError, which
+schemathesis reports as a custom failure with the case's curl line.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+from httpx_sse import EventSource
+
+import openapi
+
+PREFIX = "generate-tokens-"
+GENERATE = "/inference/v1/generate"
+DONE = "[DONE]"
+FLAT_STATUSES = {401, 404, 405}
+"""The documented exceptions to `{"error": {...}}`: 401 `{"error": "Unauthorized"}`,
+Starlette's 404 and 405 `{"detail": ...}`."""
+
+
+def _json(response: Any) -> Any:
+    try:
+        return json.loads(response.content or b"null")
+    except ValueError:
+        return None
+
+
+def _is_stream(response: Any) -> bool:
+    return str(response.headers.get("content-type", [""])[0]).startswith("text/event-stream")
+
+
+def _header(response: Any, name: str) -> str:
+    value = response.headers.get(name.lower(), [""])
+    return str(value[0] if isinstance(value, list) else value)
+
+
+def error_body_shape(ctx: Any, response: Any, case: Any) -> None:
+    """Every 4xx/5xx body is `{"error": {message, type, param, code}}`, bar the flat ones."""
+    status = response.status_code
+    if status < 400:
+        return None
+    body = _json(response)
+    if status == 401 and body == {"error": "Unauthorized"}:
+        return None
+    if status in (404, 405) and isinstance(body, dict) and isinstance(body.get("detail"), str):
+        return None
+    errors = list(openapi.schema_validator("ErrorResponse").iter_errors(body))
+    if errors:
+        flat = (
+            " (the flat shapes are only documented for 401/404/405)"
+            if status not in FLAT_STATUSES
+            else ""
+        )
+        raise AssertionError(
+            f'a {status} body is not the {{"error": {{...}}}} shape{flat}: '
+            f"{errors[0].message[:200]}; body: {response.content[:200]!r}"
+        )
+    if body["error"]["code"] != status:
+        raise AssertionError(f"error.code {body['error']['code']} differs from HTTP {status}")
+    return None
+
+
+def request_id_prefix(ctx: Any, response: Any, case: Any) -> None:
+    """Every generate answer's `request_id` starts with `generate-tokens-`."""
+    if case.path != GENERATE or response.status_code != 200:
+        return None
+    if _is_stream(response):
+        ids = [c.get("request_id") for c in stream_payloads(response) if isinstance(c, dict)]
+    else:
+        body = _json(response)
+        ids = [body.get("request_id")] if isinstance(body, dict) else []
+    bad = [i for i in ids if i is not None and not str(i).startswith(PREFIX)]
+    if bad:
+        raise AssertionError(f"request_id {bad[0]!r} lacks the {PREFIX!r} prefix")
+    return None
+
+
+def stream_payloads(response: Any) -> list[Any]:
+    """The JSON of each event of a stream (None where an event is not JSON)."""
+    out: list[Any] = []
+    for event in _events(response):
+        if event != DONE:
+            try:
+                out.append(json.loads(event))
+            except ValueError:
+                out.append(None)
+    return out
+
+
+def _events(response: Any) -> list[str]:
+    raw = httpx.Response(
+        200, headers={"content-type": "text/event-stream"}, content=response.content
+    )
+    return [sse.data for sse in EventSource(raw).iter_sse()]
+
+
+def stream_well_framed(ctx: Any, response: Any, case: Any) -> None:
+    """A stream is `data:` events split by blank lines, each chunk valid, ending `data: [DONE]`."""
+    if case.path != GENERATE or response.status_code != 200 or not _is_stream(response):
+        return None
+    text = response.content.decode("utf-8", errors="replace")
+    if not text.endswith("\n\n"):
+        raise AssertionError(f"the stream does not end with a blank line: ...{text[-60:]!r}")
+    events = _events(response)
+    if not events or events[-1] != DONE:
+        last = events[-1][:80] if events else "nothing"
+        raise AssertionError(f"the stream does not end with data: [DONE] (last event: {last!r})")
+    if DONE in events[:-1]:
+        raise AssertionError("data: [DONE] is not the last event")
+    validator = openapi.sse_event_validator()
+    for index, data in enumerate(events):
+        if "\n" in data:
+            raise AssertionError(
+                f"event {index} spans several data lines (events not split by a blank line?): "
+                f"{data[:120]!r}"
+            )
+        error = next(iter(validator.iter_errors({"data": data})), None)
+        if error is not None:
+            raise AssertionError(f"event {index} is not a valid chunk: {error.message[:200]}")
+    return None
+
+
+OUR_CHECKS = (error_body_shape, request_id_prefix, stream_well_framed)

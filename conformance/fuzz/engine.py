@@ -1,0 +1,418 @@
+"""Drive schemathesis over every operation of the spec, positive then negative, then the
+labelled out-of-vocabulary group and the stateful sequences, and gather distinct failures.
+
+Generation is schemathesis's (`APIOperation.as_strategy`, hypothesis underneath, seeded);
+the checks are schemathesis's plus ours (`checks.py`). A failing case does not stop its group:
+each distinct failure is recorded once with its curl line, and the group runs to its budget.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import hypothesis
+import hypothesis.errors
+import schemathesis
+from hypothesis import HealthCheck, Phase
+from hypothesis import strategies as st
+from schemathesis import GenerationMode
+from schemathesis.core.failures import CustomFailure, Failure, FailureGroup
+
+import openapi
+
+from . import sanitize
+from .checks import OUR_CHECKS, stream_payloads
+from .expectations import operations, schemathesis_config, serving
+from .findings import Finding, GroupStats, requirements_for
+from .settings import FuzzConfig, ServerFacts
+
+Checker = Callable[[Any, Any, Any], Any]
+
+_CHECK_OF_FAILURE = {
+    "UndefinedStatusCode": "status_code_conformance",
+    "JsonSchemaError": "response_schema_conformance",
+    "MalformedJson": "response_schema_conformance",
+    "DiscriminatorMismatch": "response_schema_conformance",
+    "ContentDeserializationError": "response_schema_conformance",
+    "UndefinedContentType": "content_type_conformance",
+    "MissingContentType": "content_type_conformance",
+    "MalformedMediaType": "content_type_conformance",
+    "ServerError": "not_a_server_error",
+    "ContentTypeServerError": "not_a_server_error",
+    "AcceptedNegativeData": "negative_data_rejection",
+    "RejectedPositiveData": "positive_data_acceptance",
+    "ResponseTimeExceeded": "max_response_time",
+    "MissingHeaders": "response_headers_conformance",
+}
+
+
+def builtin_checks() -> list[Checker]:
+    from schemathesis.checks import max_response_time, not_a_server_error
+    from schemathesis.specs.openapi.checks import (
+        content_type_conformance,
+        negative_data_rejection,
+        positive_data_acceptance,
+        response_schema_conformance,
+        status_code_conformance,
+    )
+
+    return [
+        not_a_server_error,
+        status_code_conformance,
+        content_type_conformance,
+        response_schema_conformance,
+        negative_data_rejection,
+        positive_data_acceptance,
+        max_response_time,
+    ]
+
+
+class ServerGone(Exception):
+    """The server stopped answering; later groups cannot run."""
+
+
+@dataclass
+class Fuzzer:
+    config: FuzzConfig
+    facts: ServerFacts
+    findings: dict[tuple[str, str, str, int | None], Finding] = field(default_factory=dict)
+    stats: list[GroupStats] = field(default_factory=list)
+    server_gone: str = ""
+
+    def __post_init__(self) -> None:
+        cfg = self.config
+        headers = dict(cfg.extra_headers)
+        self.auth = {"Authorization": f"Bearer {cfg.api_key}"} if cfg.api_key else {}
+        self.headers = headers
+        st_config = schemathesis.Config.from_dict(
+            schemathesis_config(
+                self.facts,
+                seed=cfg.seed,
+                max_examples=cfg.max_examples,
+                answer_budget_s=cfg.answer_budget_s,
+                request_timeout_s=cfg.request_timeout_s,
+                headers=headers,
+                base_url=None if cfg.app is not None else cfg.base_url,
+            )
+        )
+        self.schema = schemathesis.openapi.from_dict(
+            copy.deepcopy(openapi.load_spec()), config=st_config
+        )
+        if cfg.app is not None:
+            self.schema.app = cfg.app
+        self.checks: list[Checker] = [*builtin_checks(), *OUR_CHECKS]
+        self._session: Any = None
+
+    # ---- sending -------------------------------------------------------------------------
+    def call(self, case: Any) -> Any:
+        if self.config.app is not None:
+            return case.call(headers=self.headers)
+        if self._session is None:
+            import requests
+
+            self._session = requests.Session()
+        return case.call(
+            base_url=self.config.base_url,
+            session=self._session,
+            headers=self.headers,
+            timeout=self.config.request_timeout_s,
+        )
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+
+    def alive(self) -> bool:
+        op = self.schema["/health"]["GET"]
+        try:
+            return bool(self.call(op.Case(headers=dict(self.auth))).status_code == 200)
+        except Exception:
+            return False
+
+    # ---- recording -----------------------------------------------------------------------
+    def record(
+        self,
+        op_id: str,
+        label: str,
+        group: str,
+        check: str,
+        status: int | None,
+        message: str,
+        curl: str,
+        index: int,
+        stream: bool = False,
+    ) -> None:
+        finding = Finding(
+            operation=op_id,
+            label=label,
+            group=group,
+            check=check,
+            status=status,
+            message=message.strip()[:1500],
+            curl=curl,
+            seed=self.config.seed,
+            case_index=index,
+            requirement_ids=requirements_for(check, op_id, group, status, self.facts, stream),
+        )
+        known = self.findings.get(finding.key)
+        if known is None:
+            self.findings[finding.key] = finding
+        else:
+            known.occurrences += 1
+
+    def judge(
+        self,
+        op_id: str,
+        group: str,
+        case: Any,
+        response: Any,
+        index: int,
+        checks: list[Checker] | None = None,
+    ) -> None:
+        """Run the checks on one answer and record each failure under its check."""
+        stream = _wants_stream(case)
+        try:
+            case.validate_response(response, checks=checks or self.checks, headers=self.headers)
+        except FailureGroup as group_exc:
+            curl = case.as_curl_command(headers=self.headers, base_url=self._base())
+            for failure in group_exc.exceptions:
+                self.record(
+                    op_id,
+                    case.operation.label,
+                    group,
+                    _check_name(failure),
+                    response.status_code,
+                    f"{failure.title}: {failure.message}\n"
+                    f"Answer: {response.status_code} {_snippet(response)}",
+                    curl,
+                    index,
+                    stream,
+                )
+
+    def transport_error(
+        self, op_id: str, group: str, case: Any, exc: Exception, index: int
+    ) -> None:
+        curl = case.as_curl_command(headers=self.headers, base_url=self._base())
+        self.record(
+            op_id,
+            case.operation.label,
+            group,
+            "answer_budget",
+            None,
+            f"no answer within {self.config.request_timeout_s:g} s or the connection "
+            f"broke: {type(exc).__name__}: {exc}",
+            curl,
+            index,
+            _wants_stream(case),
+        )
+
+    def server_exception(
+        self, op_id: str, group: str, case: Any, exc: Exception, index: int
+    ) -> None:
+        """In-process, an unhandled exception of the app is what a 500 is over HTTP."""
+        curl = case.as_curl_command(headers=self.headers, base_url=self._base())
+        self.record(
+            op_id,
+            case.operation.label,
+            group,
+            "not_a_server_error",
+            500,
+            f"the app raised {type(exc).__name__}: {exc}",
+            curl,
+            index,
+            _wants_stream(case),
+        )
+
+    def _base(self) -> str | None:
+        return None if self.config.app is not None else self.config.base_url
+
+    # ---- groups --------------------------------------------------------------------------
+    def run_group(
+        self,
+        op_id: str,
+        group: str,
+        strategy: st.SearchStrategy[Any],
+        examples: int,
+        on_case: Callable[[Any, int], None],
+    ) -> GroupStats:
+        stats = GroupStats(op_id, group)
+        self.stats.append(stats)
+        started = time.monotonic()
+
+        @hypothesis.settings(
+            max_examples=examples,
+            database=None,
+            deadline=None,
+            phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck),
+            derandomize=False,
+            report_multiple_bugs=False,
+        )
+        @hypothesis.seed(self.config.seed)
+        @hypothesis.given(strategy)
+        def body(case: Any) -> None:
+            if self.server_gone:
+                return
+            stats.cases += 1
+            on_case(case, stats.cases)
+
+        try:
+            body()
+        except ServerGone as exc:
+            self.server_gone = str(exc)
+        except hypothesis.errors.Unsatisfiable:
+            stats.skipped = "schemathesis can generate no such case for this operation"
+        stats.duration_s = round(time.monotonic() - started, 3)
+        return stats
+
+    def fuzz_operation(self, op_id: str, mode: GenerationMode) -> None:
+        method, path, _ = operations()[op_id]
+        op = self.schema[path][method]
+        group = "positive" if mode is GenerationMode.POSITIVE else "negative"
+        strategy = op.as_strategy(generation_mode=mode).map(
+            lambda case: self.prepare(op_id, case, positive=mode is GenerationMode.POSITIVE)
+        )
+
+        def on_case(case: Any, index: int) -> None:
+            try:
+                response = self.call(case)
+            except Exception as exc:  # a timeout, a refused or reset connection
+                if self.config.app is not None and not _is_transport(exc):
+                    self.server_exception(op_id, group, case, exc, index)
+                    return
+                self.transport_error(op_id, group, case, exc, index)
+                if not self.alive():
+                    raise ServerGone(f"the server stopped answering during {op_id}") from exc
+                return
+            self.stats[-1].statuses[response.status_code] = (
+                self.stats[-1].statuses.get(response.status_code, 0) + 1
+            )
+            self.judge(op_id, group, case, response, index)
+
+        self.run_group(op_id, group, strategy, self.config.max_examples, on_case)
+
+    def prepare(self, op_id: str, case: Any, positive: bool) -> Any:
+        """Bound every case; make positive ones acceptable (see `sanitize`)."""
+        cfg, facts = self.config, self.facts
+        if positive and isinstance(case.body, dict):
+            case.body = sanitize.integral_floats_to_ints(case.body)
+        body = case.body if isinstance(case.body, dict) else None
+        if op_id == "generate" and body is not None:
+            sanitize.bound_generate(body, facts, cfg.max_tokens, cfg.max_prompt)
+            if positive:
+                sanitize.accept_generate(body, facts, cfg.max_tokens, None)
+        elif positive and body is not None and op_id == "renderCompletions":
+            sanitize.accept_render(body, facts, cfg.max_prompt)
+            body["max_tokens"] = 1 + len(str(body)) % cfg.max_tokens
+        elif positive and body is not None and op_id == "renderChatCompletions":
+            sanitize.accept_chat(body, facts)
+        if positive and case.headers:
+            sanitize.accept_headers(case.headers)
+        if self.auth and not (not positive and _negative_in(case, "header")):
+            case.headers = {**(case.headers or {}), **self.auth}
+        return case
+
+    def fuzz_oov(self) -> None:
+        """Prompts with one id at or above the vocabulary: a 400, never a 5xx or a crash."""
+        op_id = "generate"
+        op = self.schema["/inference/v1/generate"]["POST"]
+        oov = self.facts.oov_id
+
+        def poison(case: Any) -> Any:
+            case = self.prepare(op_id, case, positive=True)
+            ids = case.body["token_ids"]
+            ids[len(str(ids)) % len(ids)] = oov + len(ids) % 7
+            return case
+
+        strategy = op.as_strategy(generation_mode=GenerationMode.POSITIVE).map(poison)
+
+        def on_case(case: Any, index: int) -> None:
+            try:
+                response = self.call(case)
+            except Exception as exc:
+                self.transport_error(op_id, "out-of-vocabulary", case, exc, index)
+                raise ServerGone(
+                    "the server stopped answering after an out-of-vocabulary prompt"
+                ) from exc
+            self.judge(
+                op_id,
+                "out-of-vocabulary",
+                case,
+                response,
+                index,
+                checks=[*builtin_checks()[:4], *OUR_CHECKS, _oov_rejected],
+            )
+            if response.status_code >= 500 and not self.alive():
+                curl = case.as_curl_command(headers=self.headers, base_url=self._base())
+                self.record(
+                    op_id,
+                    case.operation.label,
+                    "out-of-vocabulary",
+                    "server_survives",
+                    response.status_code,
+                    f"after this out-of-vocabulary prompt "
+                    f"(id {case.body['token_ids']}) answered {response.status_code}, "
+                    "the server stopped answering /health (it exited)",
+                    curl,
+                    index,
+                )
+                raise ServerGone("the server exited after an out-of-vocabulary prompt")
+
+        self.run_group(
+            op_id, "out-of-vocabulary", strategy, min(self.config.max_examples, 30), on_case
+        )
+
+    def served(self, op_id: str) -> str:
+        return serving(operations()[op_id][2], self.facts)
+
+
+def _oov_rejected(ctx: Any, response: Any, case: Any) -> None:
+    """ERR-007: "an out-of-vocabulary token id is a 400" (streamed: 200 and one error event,
+    the way every engine-side rejection of a stream arrives)."""
+    if response.status_code == 200 and _wants_stream(case):
+        chunks = stream_payloads(response)
+        if any(isinstance(c, dict) and "error" in c for c in chunks):
+            return
+        raise AssertionError("a streamed prompt with an out-of-vocabulary id got no error event")
+    if response.status_code != 400:
+        raise AssertionError(
+            f"a prompt with an out-of-vocabulary id answered {response.status_code}, not 400"
+        )
+
+
+def _snippet(response: Any) -> str:
+    return repr(bytes(response.content or b"")[:300])
+
+
+def _check_name(failure: Failure) -> str:
+    if isinstance(failure, CustomFailure):
+        return failure.title.removeprefix("Custom check failed: ").strip("`")
+    return _CHECK_OF_FAILURE.get(type(failure).__name__, type(failure).__name__)
+
+
+def _is_transport(exc: Exception) -> bool:
+    import requests
+
+    return isinstance(exc, (requests.RequestException, OSError, TimeoutError))
+
+
+def _negative_in(case: Any, location: str) -> bool:
+    """Whether schemathesis negated this part of the case (so it must be sent as generated)."""
+    meta = case.meta
+    if meta is None:
+        return False
+    for where, info in meta.components.items():
+        if str(getattr(where, "value", where)) == location and info.mode.is_negative:
+            return True
+    return False
+
+
+def _wants_stream(case: Any) -> bool:
+    return isinstance(case.body, dict) and case.body.get("stream") is True
+
+
+__all__ = ["Fuzzer", "ServerGone", "stream_payloads"]

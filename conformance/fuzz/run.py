@@ -1,0 +1,186 @@
+"""One fuzz run end to end: learn the profile, fuzz every operation, sequences, the labelled
+out-of-vocabulary group last (it may crash the server), and the report."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from schemathesis import GenerationMode
+
+from ..requirements import by_id
+from ..results import CheckResult, Report, ServerInfo, Status, decide
+from .engine import Fuzzer
+from .expectations import operations
+from .findings import Finding, GroupStats
+from .settings import FuzzConfig, ServerFacts
+from .stateful import run_sequences
+
+SUITE_NAME = "tito-conformance fuzz"
+
+
+@dataclass
+class FuzzResult:
+    config: FuzzConfig
+    facts: ServerFacts
+    findings: list[Finding]
+    stats: list[GroupStats]
+    started_at: str
+    duration_s: float
+    server_gone: str = ""
+    harness_error: str = ""
+
+    def cases_per_operation(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for s in self.stats:
+            if s.group in ("positive", "negative"):
+                out[s.operation] = out.get(s.operation, 0) + s.cases
+        return out
+
+    @property
+    def total_cases(self) -> int:
+        return sum(s.cases for s in self.stats)
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.findings)
+
+
+def probe_facts(config: FuzzConfig, vocab_size: int | None = None) -> ServerFacts:
+    """The profile of a server behind a base URL, from the suite's own probe."""
+    from ..features import probe
+    from ..http import Client
+
+    client = Client(config.base_url, config.api_key, config.request_timeout_s, 30.0)
+    try:
+        features = probe(client, warmup_timeout=30.0)
+    finally:
+        client.close()
+    profile = {"enabled": "tokens-only" if features.tokens_only else "scale-out"}.get(
+        features.generate, "disabled"
+    )
+    return ServerFacts(
+        profile=profile,
+        api_key_required=features.api_key_required,
+        dev_mode=features.dev_mode,
+        vocab_size=vocab_size,
+        model=features.model,
+    )
+
+
+def fuzz(config: FuzzConfig) -> FuzzResult:
+    """Never raises for server faults: they are findings."""
+    started_at = datetime.now(UTC).isoformat(timespec="seconds")
+    t0 = time.monotonic()
+    facts = config.facts or probe_facts(config)
+    fz = Fuzzer(config, facts)
+    wanted = config.operations or tuple(operations())
+    modes = [GenerationMode.POSITIVE] + ([GenerationMode.NEGATIVE] if config.negative else [])
+    try:
+        for op_id in wanted:
+            if fz.served(op_id) == "dev-semantics":  # the dev router's answer, not TITO's
+                continue
+            for mode in modes:
+                if not fz.server_gone:
+                    fz.fuzz_operation(op_id, mode)
+        if config.stateful and not fz.server_gone:
+            run_sequences(fz, max(5, config.max_examples // 10))
+        if (
+            config.oov_group
+            and not fz.server_gone
+            and fz.served("generate") == "served"
+            and "generate" in wanted
+        ):
+            fz.fuzz_oov()
+    finally:
+        fz.close()
+    return FuzzResult(
+        config,
+        facts,
+        list(fz.findings.values()),
+        fz.stats,
+        started_at,
+        round(time.monotonic() - t0, 3),
+        fz.server_gone,
+    )
+
+
+def to_report(result: FuzzResult) -> Report:
+    """The suite's results model: each finding is a failed check under its requirement(s)."""
+    catalogue = by_id()
+    checks: dict[str, list[CheckResult]] = {}
+    for f in result.findings:
+        check = CheckResult(
+            name=f"fuzz[{f.group}] {f.label} {f.check}",
+            status=Status.FAIL,
+            message=f"{f.message} ({f.occurrences} case(s))",
+            reproducer=f.reproducer,
+        )
+        for rid in f.requirement_ids:
+            checks.setdefault(rid, []).append(check)
+    fuzzed = sorted({rid for rid in checks} | _covered(result))
+    results = []
+    for rid in fuzzed:
+        found = checks.get(rid) or [CheckResult(f"fuzz {rid}", Status.PASS, "no fuzz failure")]
+        results.append(decide(catalogue[rid], found))
+    return Report(
+        suite_name=SUITE_NAME,
+        suite_version=_version(),
+        spec_version=_spec_version(),
+        server=ServerInfo(
+            result.config.target, None, [result.facts.profile], [], profile=result.facts.profile
+        ),
+        started_at=result.started_at,
+        duration_s=result.duration_s,
+        requirements=results,
+        harness_error=result.harness_error,
+    )
+
+
+def _covered(result: FuzzResult) -> set[str]:
+    """Requirements the run exercised without a failure (so they show as passed)."""
+    ran = {s.operation for s in result.stats if s.cases}
+    covered = {"ERR-002", "ERR-003"} if ran else set()
+    if "generate" in ran and result.facts.profile != "disabled":
+        covered |= {"GEN-001", "GEN-REQ-012", "GEN-RESP-004", "STREAM-001", "STREAM-002"}
+    if any(s.group == "out-of-vocabulary" and s.cases for s in result.stats):
+        covered.add("ERR-007")
+    if result.facts.profile == "disabled" and ran:
+        covered |= {"DISABLED-001", "DISABLED-003"}
+    return {rid for rid in covered if rid in by_id()}
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def _spec_version() -> str:
+    from ..document import SPEC_VERSION
+
+    return SPEC_VERSION
+
+
+def summary_text(result: FuzzResult) -> str:
+    lines = [
+        f"fuzz {result.config.target} (profile {result.facts.profile}, seed "
+        f"{result.config.seed}): {result.total_cases} cases in {result.duration_s:.1f} s"
+    ]
+    for s in result.stats:
+        note = f" (skipped: {s.skipped})" if s.skipped else ""
+        lines.append(
+            f"  {s.operation:<26} {s.group:<18} {s.cases:>5} cases "
+            f"{s.duration_s:>7.2f} s {dict(sorted(s.statuses.items()))}{note}"
+        )
+    if result.server_gone:
+        lines.append(f"  server gone: {result.server_gone}")
+    lines.append(f"{len(result.findings)} distinct failure(s)")
+    for f in result.findings:
+        lines.append(
+            f"- [{f.group}] {f.label} {f.check} -> {', '.join(f.requirement_ids)} "
+            f"x{f.occurrences}\n    {f.message.splitlines()[0][:300]}\n    "
+            f"{f.reproducer.replace(chr(10), chr(10) + '    ')[:1200]}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,64 @@
+"""What one fuzz run targets and how hard it tries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SAFE_VOCAB = 256
+"""Ids below this exist in every tokenizer (byte-level vocabularies have at least 256)."""
+OOV_FLOOR = 10_000_000
+"""An id no real vocabulary reaches: the out-of-vocabulary group's id when the size is unknown."""
+CI_MAX_EXAMPLES = 300
+RUN_MAX_EXAMPLES = 25
+"""The small default budget of `tito-conformance run`."""
+
+
+@dataclass(frozen=True)
+class ServerFacts:
+    """The server profile the fuzzer must judge answers by (from its `x-tito-profiles` name)."""
+
+    profile: str  # "scale-out" | "tokens-only" | "disabled"
+    api_key_required: bool = False
+    dev_mode: bool = False
+    vocab_size: int | None = None  # None: unknown, ids are kept below SAFE_VOCAB
+    model: str | None = None
+    max_logprobs: int = 20
+
+    @property
+    def id_bound(self) -> int:
+        """Token ids strictly below this are inside the vocabulary."""
+        return self.vocab_size if self.vocab_size is not None else SAFE_VOCAB
+
+    @property
+    def oov_id(self) -> int:
+        return self.vocab_size if self.vocab_size is not None else OOV_FLOOR
+
+    @property
+    def has_tokenizer(self) -> bool:
+        return self.profile != "tokens-only"
+
+
+@dataclass(frozen=True)
+class FuzzConfig:
+    """One run. `app` (an ASGI app, in-process) wins over `base_url`."""
+
+    base_url: str = "http://127.0.0.1:8000"
+    app: Any = None
+    api_key: str | None = None
+    max_examples: int = CI_MAX_EXAMPLES
+    seed: int = 0
+    max_tokens: int = 4  # generated max_tokens are clamped to [1, max_tokens]
+    max_prompt: int = 32  # generated prompts are cut to this many ids
+    answer_budget_s: float = 10.0  # per answer (schemathesis max_response_time)
+    request_timeout_s: float = 15.0
+    operations: tuple[str, ...] = ()  # operationIds to fuzz; empty: every operation
+    negative: bool = True
+    oov_group: bool = True
+    stateful: bool = True
+    facts: ServerFacts | None = None  # None: probe the server
+    extra_headers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def target(self) -> str:
+        return "in-process ASGI app" if self.app is not None else self.base_url
