@@ -90,7 +90,13 @@ def run_all(backend: Backend, profiles: list[LiveProfile], args: argparse.Namesp
         write_transcripts(run, out / f"transcripts-{profile.name}.jsonl")
         print(terminal.render([run.report], verbose=args.verbose), flush=True)
         for death in run.deaths:
-            state = "restarted" if death.restarted else f"NOT restarted: {death.restart_error}"
+            state = (
+                "restarted"
+                if death.restarted
+                else f"restart FAILED: {death.restart_error}"
+                if death.restart_error
+                else "no check ran after it, not restarted"
+            )
             print(f"server died during {death.check} (exit {death.returncode}); {state}")
             print("  log tail:\n    " + death.log_tail[-2000:].replace("\n", "\n    "))
         listed = deviations.for_version(table, run.report.server.version)

@@ -2,8 +2,8 @@
 
 A server that dies on a check (vLLM 0.32 `--tokens-only` exits on an out-of-vocabulary id) must
 fail *that* check and only that one: the watchdog marks the check, restarts the server on the
-same port before the next check, and the run goes on. It also keeps every exchange of every
-check, for the transcripts artifact.
+same port before the next check (if there is one), and the run goes on. It also keeps every
+exchange of every check, for the transcripts artifact.
 """
 
 from __future__ import annotations
@@ -71,21 +71,19 @@ class Watchdog:
             time.sleep(0.2)
         return True
 
-    def pytest_runtest_teardown(self, item: pytest.Item) -> None:
-        if not self.deaths or self.deaths[-1].restarted or self.gave_up:
-            return
-        death = self.deaths[-1]
-        try:
-            self.server.restart()
-            death.restarted = True
-            # The client stops sending after consecutive timeouts; a fresh server deserves
-            # a fresh count (conformance.http.Client keeps it in `_timeouts`).
-            self.session.client._timeouts = 0
-        except ServerStartError as exc:
-            death.restart_error = str(exc)
-            self.gave_up = True
-
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """Restart lazily, before the next check: a death on the last check costs no restart."""
+        if self.deaths and not self.deaths[-1].restarted and not self.gave_up:
+            death = self.deaths[-1]
+            try:
+                self.server.restart()
+                death.restarted = True
+                # The client stops sending after consecutive timeouts; a fresh server deserves
+                # a fresh count (conformance.http.Client keeps it in `_timeouts`).
+                self.session.client._timeouts = 0
+            except ServerStartError as exc:
+                death.restart_error = str(exc)
+                self.gave_up = True
         if self.gave_up:
             pytest.fail("the server died and could not be restarted", pytrace=False)
 
@@ -102,7 +100,7 @@ def mark_deaths(outcomes: list[tuple[tuple[str, ...], Any]], deaths: dict[str, D
         if death is None:
             continue
         note = f"the server died during this check (exit code {death.returncode}); " + (
-            "restarted for the remaining checks" if death.restarted else "not restarted"
+            "restarted for the remaining checks" if death.restarted else "no check ran after it"
         )
         check.status = Status.FAIL
         check.message = f"{check.message}; {note}" if check.message else note
