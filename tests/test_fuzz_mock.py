@@ -30,6 +30,31 @@ PROFILES: dict[str, tuple[list[str], ServerFacts, str | None]] = {
 
 KNOWN_MOCK_BUGS: dict[tuple[str, str, str], str] = {
     (
+        "renderChatCompletions",
+        "negative",
+        "negative_data_rejection",
+    ): "chat render accepts wrongly typed fields vLLM's ChatCompletionRequest rejects",
+    (
+        "renderChatCompletions",
+        "negative",
+        "response_schema_conformance",
+    ): "chat render echoes wrongly typed fields (e.g. a number as model) into its GenerateRequest",
+    (
+        "derenderCompletions",
+        "negative",
+        "response_schema_conformance",
+    ): "derender echoes invalid nested values (huge index) into its answer",
+    (
+        "derenderChatCompletions",
+        "negative",
+        "response_schema_conformance",
+    ): "derender echoes invalid nested values into its answer",
+    (
+        "generate",
+        "negative",
+        "stream_well_framed",
+    ): "a stream of an accepted schema-invalid body ends without data: [DONE]",
+    (
         "renderCompletions",
         "negative",
         "negative_data_rejection",
