@@ -5,17 +5,26 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 
 from . import __version__
 from .profiles import MAIN_PROFILES, MOCK_KNOBS, PROFILES
 from .results import Report, exit_code
 
-LATER = {
-    "fuzz": "schemathesis fuzzing of the spec",
-    "live": "start a real vLLM and run the suite against it",
-    "diff": "compare the mock with a real server",
+# Subcommands that live in other packages register under this entry-point group (see
+# pyproject.toml), so `live`, which composes the suite and the mock, can add `tito-conformance
+# live` without the suite importing it.
+COMMANDS_GROUP = "tito_conformance.commands"
+COMMAND_HELP = {
+    "fuzz": "schemathesis fuzzing of the spec against a server",
+    "live": "start a real vLLM per profile and run the suite against it",
+    "diff": "compare two servers' answers (e.g. the mock against a real vLLM)",
 }
+
+
+def _commands() -> dict[str, EntryPoint]:
+    return {ep.name: ep for ep in entry_points(group=COMMANDS_GROUP)}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -65,19 +74,17 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-v", "--verbose", action="store_true", help="also list skips and reasons")
     sub.add_parser("requirements", help="print the requirement catalogue")
     sub.add_parser("features", help="print the feature names --expect accepts")
-    for name, what in LATER.items():
-        sub.add_parser(name, help=f"not yet available: {what}")
+    for name in sorted(_commands()):
+        sub.add_parser(name, help=COMMAND_HELP.get(name, name), add_help=False)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    commands = _commands()
+    if argv and argv[0] in commands:
+        return _delegate(commands[argv[0]], argv[1:])
     args = _parser().parse_args(argv)
-    if args.command in LATER:
-        print(
-            f"tito-conformance {args.command}: not yet available ({LATER[args.command]})",
-            file=sys.stderr,
-        )
-        return 2
     if args.command == "requirements":
         return _print_requirements()
     if args.command == "features":
@@ -86,6 +93,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join(KNOWN_FEATURES))
         return 0
     return _run(args)
+
+
+def _delegate(command: EntryPoint, argv: list[str]) -> int:
+    try:
+        entry = command.load()
+    except (ImportError, AttributeError) as exc:
+        print(f"tito-conformance {command.name}: unavailable ({exc})", file=sys.stderr)
+        return 2
+    return int(entry(argv))
 
 
 def _print_requirements() -> int:

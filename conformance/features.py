@@ -212,7 +212,8 @@ def probe(client: Client, warmup_timeout: float = 30.0) -> Features:
         client, "POST", "/v1/completions/render", {"model": model, "prompt": PROBE_PROMPT}
     )
     has_render = render is not None and render.status not in (404, 405)
-    stats = _json(_try(client, "GET", "/mock/stats", auth=False))
+    stats_answer = _try(client, "GET", "/mock/stats", auth=False)
+    stats = _json(stats_answer) if stats_answer is not None and stats_answer.status == 200 else None
     return Features(
         generate="enabled",
         api_key_required=api_key_required,
@@ -225,7 +226,8 @@ def probe(client: Client, warmup_timeout: float = 30.0) -> Features:
         tokens_only=tokens_only,
         render=has_render,
         dp_size=_dp_size(client),
-        mock_stats=isinstance(stats, dict),
+        # A 404 `{"detail": "Not Found"}` is a dict too: only the counters themselves count.
+        mock_stats=isinstance(stats, dict) and "in_flight" in stats,
         version=version,
         model=model,
         evidence=ev,
