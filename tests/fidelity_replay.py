@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,7 +178,8 @@ def _abort_flow(
     args: dict[str, Any],
 ) -> Answer:
     assert plan.abort_path is not None and isinstance(body, dict)
-    abort_body = {"request_ids": [str(body.get("request_id"))]}
+    # The id to abort is the one the server returns: the request's id with vLLM's prefix.
+    abort_body = {"request_ids": [f"generate-tokens-{body.get('request_id')}"]}
     auth = {k: v for k, v in args["headers"].items() if k.lower() == "authorization"}
 
     def abort() -> None:
@@ -203,7 +203,5 @@ def _abort_flow(
         status, content_type = response.status_code, response.headers.get("content-type")
     if aborter is not None:
         aborter.join()
-    else:
-        time.sleep(0)
     done = httpx.Response(status, headers={"content-type": content_type or ""}, content=bytes(raw))
     return Answer.from_response(done)
