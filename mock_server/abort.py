@@ -22,12 +22,13 @@ def _ids(value: Any) -> list[str]:
 class AbortEndpoint:
     """vLLM's TITO abort handler: no content-type check, empty 200, background abort."""
 
-    def __init__(self, state: AppState) -> None:
+    def __init__(self, state: AppState, legacy: bool = False) -> None:
         self.state = state
+        self.legacy = legacy  # served as the tokens-only /abort_requests
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         cfg = self.state.config
-        if not cfg.scale_out:
+        if not cfg.scale_out and not cfg.has_defect("disabled-abort-open"):
             await send_disabled(send, cfg)
             return
         try:
@@ -47,7 +48,11 @@ class AbortEndpoint:
         except ApiError as err:
             await send_error(send, cfg, err)
             return
-        self.state.engine.abort(_ids(ids))
+        if not (self.legacy and cfg.has_defect("legacy-abort-ignored")):
+            self.state.engine.abort(_ids(ids))
+        if cfg.has_defect("abort-json-body"):
+            await send_json(send, 200, {"status": "ok"})
+            return
         await send_bytes(send, 200, b"", content_type=None)
 
 

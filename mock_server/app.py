@@ -65,9 +65,11 @@ def create_app(config: MockConfig) -> Starlette:
         Route("/version", version, methods=["GET"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/inference/v1/generate", GenerateEndpoint(state), methods=["POST"]),
-        Route("/inference/v1/abort_requests", AbortEndpoint(state), methods=["POST"]),
     ]
-    routes += render_routes(state)
+    if not config.has_defect("abort-route-missing"):
+        routes.append(Route("/inference/v1/abort_requests", AbortEndpoint(state), methods=["POST"]))
+    if not config.has_defect("render-missing"):
+        routes += render_routes(state)
     if config.dev_mode:
         update, finish, info = dev_endpoints(state)
         routes += [
@@ -77,7 +79,7 @@ def create_app(config: MockConfig) -> Starlette:
             Route("/weight_info", info, methods=["GET"]),
         ]
     elif config.tokens_only or config.has_defect("legacy-abort-everywhere"):
-        routes.append(Route("/abort_requests", AbortEndpoint(state), methods=["POST"]))
+        routes.append(Route("/abort_requests", AbortEndpoint(state, legacy=True), methods=["POST"]))
     app = Starlette(
         routes=routes,
         middleware=[Middleware(AuthMiddleware, config=config)],

@@ -39,6 +39,13 @@ def serving_checks(req: GenerateRequest, cfg: MockConfig) -> None:
     if cfg.tokens_only and req.sampling.stop and not cfg.has_defect("tokens-only-stop-accepted"):
         raise bad_request(TOKENS_ONLY_STOP)
     if (
+        cfg.tokens_only
+        and req.sampling.detokenize_sent
+        and req.sampling.detokenize
+        and cfg.has_defect("tokens-only-detokenize-text")
+    ):
+        raise bad_request("detokenize is not supported on a --tokens-only server.")
+    if (
         req.output_mode == "text"
         and not cfg.has_tokenizer
         and not cfg.has_defect("tokens-only-text-accepted")
@@ -77,6 +84,11 @@ def engine_checks(req: GenerateRequest, cfg: MockConfig, rank: int | None) -> No
             "(parameter=prompt_logprob_token_ids)",
             "prompt_logprob_token_ids",
         )
+    allowed = req.sampling.allowed_token_ids
+    if allowed is not None and not allowed:
+        raise _engine("allowed_token_ids is not None and empty list", "allowed_token_ids")
+    if allowed and (min(allowed) < 0 or max(allowed) >= vocab):
+        raise _engine("allowed_token_ids contains out-of-vocab token id!", "allowed_token_ids")
     limit = cfg.max_logprobs
     for kind, key, value in (
         ("sample", "logprobs", req.sampling.logprobs),
@@ -91,7 +103,8 @@ def engine_checks(req: GenerateRequest, cfg: MockConfig, rank: int | None) -> No
                 f"{limit} (parameter={key}, value={wanted})",
                 key,
             )
-    in_range = rank is None or 0 <= rank < cfg.data_parallel_size
+    lowest = 1 if cfg.has_defect("dp-rank-zero-rejected") else 0
+    in_range = rank is None or lowest <= rank < cfg.data_parallel_size
     if not in_range and not cfg.has_defect("dp-rank-unchecked"):
         size = cfg.data_parallel_size
         raise _engine(f"data_parallel_rank {rank} is out of range [0, {size}).")

@@ -55,6 +55,35 @@ _RAW: tuple[tuple[str, str, str], ...] = (
         "unknown top-level or sampling_params keys get a 400",
         "unknown fields",
     ),
+    ("tokens-mode-text", "tokens-mode choices also carry the decoded text", "output_mode"),
+    (
+        "token-ids-missing-accepted",
+        "a body without token_ids generates from an empty prompt (200)",
+        "token_ids",
+    ),
+    (
+        "sampling-params-optional",
+        "a body without sampling_params is answered with the defaults (200)",
+        "sampling_params",
+    ),
+    (
+        "default-output-mode-text",
+        "a request without output_mode is answered in text mode",
+        "output_mode",
+    ),
+    ("optional-fields-rejected", "a valid cache_salt answers 400", "optional fields"),
+    ("token-ids-as-strings", 'choices carry token_ids as decimal strings ("17")', "token_ids"),
+    (
+        "request-id-header-ignored",
+        "X-Request-Id is ignored (body id or a random one is used)",
+        "request_id",
+    ),
+    (
+        "routed-experts-always",
+        'choices carry routed_experts "AAAA" without the flag',
+        "routed_experts",
+    ),
+    ("scale-out-generate-404", "with --enable-scale-out generate answers 404", "registration"),
     # stop handling
     ("stop-token-dropped", "a matched stop token id is removed from token_ids", "stop_token_ids"),
     (
@@ -66,6 +95,13 @@ _RAW: tuple[tuple[str, str, str], ...] = (
     ("stop-string-not-cut", "the matched stop string stays in text", "stop"),
     ("stop-string-trims-tokens", "a stop string match also trims token_ids", "stop"),
     ("eos-stop-reason-set", "EOS sets stop_reason to the EOS id instead of null", "stop_reason"),
+    ("length-stop-reason-set", "finish_reason length comes with stop_reason 0", "stop_reason"),
+    ("abort-stop-reason-set", 'aborted choices carry stop_reason "abort"', "stop_reason"),
+    (
+        "include-stop-str-ignored",
+        "include_stop_str_in_output: true still cuts the stop string",
+        "stop",
+    ),
     # logprobs
     ("logprobs-legacy-token-id", "tokens-mode logprobs use token_id:N strings", "logprobs"),
     ("logprobs-positive", "logprob values are positive", "logprobs"),
@@ -78,6 +114,16 @@ _RAW: tuple[tuple[str, str, str], ...] = (
         "prompt-logprobs-no-leading-null",
         "prompt_logprobs first entry is not null",
         "prompt_logprobs",
+    ),
+    (
+        "logprobs-always",
+        "logprobs (the k=0 shape) are returned without sampling_params.logprobs",
+        "logprobs",
+    ),
+    (
+        "tokens-logprobs-with-token",
+        'tokens-mode entries also carry "token" and "bytes": null',
+        "logprobs",
     ),
     # streaming
     ("stream-no-done", "the stream ends without data: [DONE]", "stream"),
@@ -96,6 +142,23 @@ _RAW: tuple[tuple[str, str, str], ...] = (
         "engine-side rejections of a stream come back as HTTP 400",
         "stream errors",
     ),
+    (
+        "stream-empty-chunk",
+        "one extra chunk per choice with no tokens, no text, no finish_reason",
+        "stream",
+    ),
+    (
+        "stream-schema-error-200",
+        "schema errors of a streamed request are a 200 with an error event",
+        "stream errors",
+    ),
+    ("stream-chunk-no-output-mode", "stream chunks omit output_mode", "output_mode"),
+    ("stream-held-text-lost", "text held back for stop matching is never streamed", "stop"),
+    (
+        "stream-no-final-weight-versions",
+        "the last chunk of a choice carries weight_versions: null",
+        "weight_versions",
+    ),
     # text mode
     ("text-no-bytes", "text-mode logprobs lack bytes", "text logprobs"),
     (
@@ -109,6 +172,26 @@ _RAW: tuple[tuple[str, str, str], ...] = (
         "skip_special_tokens: true still shows special tokens",
         "skip_special_tokens",
     ),
+    (
+        "text-mode-other-tokens",
+        "text mode samples with seed + 1 (other token_ids than tokens mode)",
+        "text",
+    ),
+    (
+        "stream-text-cumulative",
+        "text-mode chunks carry the whole text so far, not the delta",
+        "text",
+    ),
+    (
+        "text-detokenize-false-accepted",
+        "output_mode text with detokenize false answers 200",
+        "text",
+    ),
+    (
+        "placeholder-wrong-id",
+        "--return-tokens-as-token-ids placeholders name token id + 1",
+        "text logprobs",
+    ),
     # weight versions
     ("weight-versions-missing", "the final output has no weight_versions", "weight_versions"),
     ("weight-versions-gap", "spans do not cover the output (end = n - 1)", "weight_versions"),
@@ -120,6 +203,16 @@ _RAW: tuple[tuple[str, str, str], ...] = (
     (
         "weight-versions-empty-nonempty",
         'an output with no tokens gets [{"version": .., "start": 0, "end": 0}]',
+        "weight_versions",
+    ),
+    (
+        "weight-label-not-default",
+        'the initial label is "v0" (while /weight_info says "default")',
+        "weight_versions",
+    ),
+    (
+        "weight-update-no-split",
+        "a label change mid-request relabels the whole output (one span)",
         "weight_versions",
     ),
     # abort
@@ -139,9 +232,25 @@ _RAW: tuple[tuple[str, str, str], ...] = (
         "a client that disconnects mid-stream leaves its request running",
         "abort",
     ),
+    (
+        "abort-route-missing",
+        "/inference/v1/abort_requests answers 404 (generate still served)",
+        "registration",
+    ),
+    (
+        "abort-json-body",
+        'abort answers 200 with {"status": "ok"} instead of an empty body',
+        "abort",
+    ),
+    (
+        "legacy-abort-ignored",
+        "/abort_requests (tokens-only) answers 200 but aborts nothing",
+        "abort",
+    ),
     # DP rank
     ("dp-rank-unchecked", "an out-of-range X-data-parallel-rank is accepted", "dp rank"),
     ("dp-rank-non-int-400", "a non-integer X-data-parallel-rank gets a 400", "dp rank"),
+    ("dp-rank-zero-rejected", "X-data-parallel-rank: 0 answers 400", "dp rank"),
     # API key
     ("api-key-unchecked", "--api-key is not enforced", "api key"),
     ("unauthorized-body-wrong", 'the 401 body is {"detail": "Not authenticated"}', "api key"),
@@ -158,6 +267,7 @@ _RAW: tuple[tuple[str, str, str], ...] = (
         "with neither flag an invalid body gets 400 before the 403",
         "gating",
     ),
+    ("disabled-abort-open", "with neither flag /inference/v1/abort_requests answers 200", "gating"),
     # tokens-only
     (
         "tokens-only-stop-accepted",
@@ -169,9 +279,25 @@ _RAW: tuple[tuple[str, str, str], ...] = (
         "output_mode: text is accepted without a tokenizer",
         "tokens-only",
     ),
+    (
+        "tokens-only-generate-403",
+        "--tokens-only without --enable-scale-out answers generate 403",
+        "tokens-only",
+    ),
+    (
+        "tokens-only-detokenize-text",
+        "on --tokens-only an explicit detokenize: true answers 400",
+        "tokens-only",
+    ),
+    (
+        "tokens-only-stop-token-ids-ignored",
+        "stop_token_ids never stop generation on --tokens-only",
+        "tokens-only",
+    ),
     # render / derender
     ("derender-accepts-text", "derender accepts output_mode: text responses", "derender"),
     ("render-generate-mismatch", "render emits token_ids as strings", "render"),
+    ("render-missing", "render and derender answer 404 on a scale-out server", "render"),
     # multimodal
     (
         "features-content-parts-accepted",
@@ -189,6 +315,14 @@ _RAW: tuple[tuple[str, str, str], ...] = (
     ("hang-generate", "generate never answers (holds the connection open)", "robustness"),
     ("garbage-json", "generate answers 200 with a body that is not JSON", "robustness"),
     ("schema-index-string", "choices[].index is a string", "schema"),
+    (
+        "output-mode-any-accepted",
+        "an unknown or null output_mode is treated as tokens (200)",
+        "output_mode",
+    ),
+    ("type-error-500", 'a wrongly typed temperature ("x") answers 500', "errors"),
+    ("null-rejected", "an explicit stop: null answers 400", "null fields"),
+    ("max-tokens-zero-accepted", "max_tokens: 0 is accepted (200, one token)", "max_tokens"),
 )
 
 DEFECTS: dict[str, Defect] = {

@@ -110,6 +110,12 @@ class Engine:
         if not self.cfg.has_defect("weight-versions-not-reset"):
             self.weight_version = label
 
+    def _label(self) -> str:
+        """The label new tokens carry (what /weight_info reports)."""
+        if self.weight_version == "default" and self.cfg.has_defect("weight-label-not-default"):
+            return "v0"
+        return self.weight_version
+
     def new_request_id(self) -> str:
         return secrets.token_hex(8)
 
@@ -132,6 +138,8 @@ class Engine:
         seed = req.sampling.seed
         if seed is None or self.cfg.has_defect("seed-ignored"):
             return random.Random(self._rng.getrandbits(64))
+        if req.output_mode == "text" and self.cfg.has_defect("text-mode-other-tokens"):
+            seed += 1
         return random.Random(f"{seed}:{index}")
 
     # -- generation --------------------------------------------------------------------
@@ -181,7 +189,7 @@ class Engine:
                 still = []
                 for seq, sampler in active:
                     start = len(seq.records)
-                    sampler.step(seq, self.weight_version)
+                    sampler.step(seq, self._label())
                     done = seq.finish_reason is not None
                     yield Event(seq, start, done)
                     if not done:
@@ -192,6 +200,8 @@ class Engine:
             active_seqs = [seq for seq in job.sequences if seq.finish_reason is None]
             for seq in active_seqs:
                 seq.finish_reason = "abort"
+                if cfg.has_defect("abort-stop-reason-set"):
+                    seq.stop_reason = "abort"
                 yield Event(seq, len(seq.records), True)
         finally:
             if admitted:

@@ -16,6 +16,7 @@ from mock_server.asgi import (
     header,
     read_body,
     send_bytes,
+    send_json,
     wait_disconnect,
 )
 from mock_server.engine import Job
@@ -55,6 +56,14 @@ def is_json_media(scope: Scope) -> bool:
     return content_type.split(";", 1)[0].strip() == "application/json"
 
 
+class StreamedRejection(Exception):
+    """A schema error of a streamed request answered as a stream (stream-schema-error-200)."""
+
+    def __init__(self, err: ApiError) -> None:
+        super().__init__(err.message)
+        self.err = err
+
+
 class GenerateEndpoint:
     def __init__(self, state: AppState) -> None:
         self.state = state
@@ -65,6 +74,8 @@ class GenerateEndpoint:
             await self._handle(scope, receive, send)
         except Disconnected:
             return
+        except StreamedRejection as rejection:
+            await stream_single_error(send, cfg, rejection.err)
         except ApiError as err:
             await send_error(send, cfg, err)
         except ValidationFailure as failure:
@@ -81,12 +92,22 @@ class GenerateEndpoint:
             if cfg.has_defect("invalid-json-500"):
                 raise ApiError(500, "Internal Server Error", "InternalServerError") from None
             raise
-        return parse_generate(body, cfg)
+        try:
+            return parse_generate(body, cfg)
+        except ValidationFailure as failure:
+            streamed = isinstance(body, dict) and body.get("stream") is True
+            if streamed and cfg.has_defect("stream-schema-error-200"):
+                raise StreamedRejection(failure.to_api_error()) from None
+            raise
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         state, cfg = self.state, self.state.config
         engine = state.engine
-        if not cfg.scale_out:
+        if cfg.enable_scale_out and cfg.has_defect("scale-out-generate-404"):
+            await send_json(send, 404, {"detail": "Not Found"})
+            return
+        gated = cfg.tokens_only and not cfg.enable_scale_out
+        if not cfg.scale_out or (gated and cfg.has_defect("tokens-only-generate-403")):
             if cfg.has_defect("disabled-validates-first"):
                 await self._read_request(scope, receive)
             await send_disabled(send, cfg)
@@ -146,6 +167,8 @@ class GenerateEndpoint:
     def _new_job(self, scope: Scope, req: GenerateRequest) -> Job:
         cfg, engine = self.state.config, self.state.engine
         hdr = header(scope, "x-request-id")
+        if cfg.has_defect("request-id-header-ignored"):
+            hdr = None
         if cfg.has_defect("request-id-body-wins"):
             base = req.request_id or hdr
         else:

@@ -35,13 +35,19 @@ class LogprobsRenderer:
 
     def _entry(self, token_id: int, rank: int, logprob: float) -> dict[str, Any]:
         if self.shape == "tokens":
-            return {
+            entry: dict[str, Any] = {
                 "token_id": token_id,
                 "logprob": self._value(logprob),
                 "rank": 1 if self.rank_one else rank,
             }
+            if self.cfg.has_defect("tokens-logprobs-with-token"):
+                entry |= {"token": f"token_id:{token_id}", "bytes": None}
+            return entry
         if self.shape == "legacy" or self.cfg.return_tokens_as_token_ids:
-            out: dict[str, Any] = {"token": f"token_id:{token_id}", "logprob": self._value(logprob)}
+            shown = token_id
+            if self.shape == "text" and self.cfg.has_defect("placeholder-wrong-id"):
+                shown += 1
+            out: dict[str, Any] = {"token": f"token_id:{shown}", "logprob": self._value(logprob)}
             if self.bytes:
                 out["bytes"] = None
             return out

@@ -146,6 +146,17 @@ class ToyModel:
         cum = self._cumulative(temperature)
         return lambda rank: cum[rank - 1] - (cum[rank - 2] if rank > 1 else 0.0)
 
+    def sample_among(self, u: float, temperature: float, ranks: list[int]) -> int:
+        """Inverse-CDF sample of one of `ranks` (ascending), weighted as the tempered model."""
+        weight = self._weights_at(temperature)
+        weights = [weight(r) for r in ranks]
+        target, acc = u * sum(weights), 0.0
+        for rank, w in zip(ranks, weights, strict=True):
+            acc += w
+            if target < acc:
+                return rank
+        return ranks[-1]
+
     def sample_rank(self, u: float, temperature: float, limit: int) -> int:
         """Inverse-CDF sample of a rank in 1..limit for a uniform u in [0, 1)."""
         cum = self._cumulative(temperature)

@@ -18,11 +18,14 @@ def weight_spans(records: list[TokenRecord], cfg: MockConfig) -> list[dict[str, 
     if cfg.has_defect("weight-versions-missing"):
         return None
     spans: list[dict[str, Any]] = []
-    for i, rec in enumerate(records):
-        if spans and spans[-1]["version"] == rec.version:
+    versions = [rec.version for rec in records]
+    if versions and cfg.has_defect("weight-update-no-split"):
+        versions = [versions[-1]] * len(versions)
+    for i, version in enumerate(versions):
+        if spans and spans[-1]["version"] == version:
             spans[-1]["end"] = i + 1
         else:
-            spans.append({"version": rec.version, "start": i, "end": i + 1})
+            spans.append({"version": version, "start": i, "end": i + 1})
     if not records and cfg.has_defect("weight-versions-empty-nonempty"):
         return [{"version": "default", "start": 0, "end": 0}]
     if spans and cfg.has_defect("weight-versions-gap"):
@@ -73,6 +76,8 @@ class Builder:
 
     def _logprobs(self, records: list[TokenRecord]) -> dict[str, Any] | None:
         k = self.req.sampling.logprobs
+        if k is None and self.cfg.has_defect("logprobs-always"):
+            k = 0
         if k is None:
             return None
         content = self.lp.content(records, k)
@@ -91,14 +96,18 @@ class Builder:
         cfg = self.cfg
         if finish == "abort" and cfg.has_defect("abort-finish-reason-length"):
             finish = "length"
+        ids: list[Any] = [r.token_id for r in records]
+        experts = None
+        if cfg.enable_return_routed_experts and finish:
+            experts = routed_experts(records)
+        elif cfg.has_defect("routed-experts-always"):
+            experts = "AAAA"
         out: dict[str, Any] = {
             "index": str(seq.index) if cfg.has_defect("schema-index-string") else seq.index,
             "finish_reason": finish,
             "stop_reason": seq.stop_reason if finish is not None else None,
-            "token_ids": [r.token_id for r in records],
-            "routed_experts": routed_experts(records)
-            if cfg.enable_return_routed_experts and finish
-            else None,
+            "token_ids": [str(t) for t in ids] if cfg.has_defect("token-ids-as-strings") else ids,
+            "routed_experts": experts,
             "sampling_mask": [r.support or [] for r in records]
             if cfg.return_sampling_mask
             else None,
@@ -106,6 +115,8 @@ class Builder:
         }
         if self.text and text is not None and not cfg.has_defect("text-missing"):
             out["text"] = text
+        if not self.text and cfg.has_defect("tokens-mode-text"):
+            out["text"] = self.lp.tok.decode([r.token_id for r in records])
         out["logprobs"] = self._logprobs(records)
         return out
 
@@ -167,7 +178,7 @@ class Builder:
             and not self.cfg.has_defect("prompt-token-ids-missing")
         ):
             body["prompt_token_ids"] = list(self.req.token_ids)
-        if self.echo is not None:
+        if self.echo is not None and not self.cfg.has_defect("stream-chunk-no-output-mode"):
             body["output_mode"] = self.echo
         return body
 

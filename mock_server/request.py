@@ -96,6 +96,8 @@ class Sampling:
     detokenize: bool = True
     skip_special_tokens: bool = True
     include_stop_str_in_output: bool = False
+    allowed_token_ids: list[int] | None = None
+    detokenize_sent: bool = False  # the client set detokenize explicitly
 
     @property
     def greedy(self) -> bool:
@@ -150,18 +152,20 @@ def _parse_sampling(sp: dict[str, Any], errors: c.Errors) -> Sampling:
     s.prompt_logprobs = c.field(sp, "prompt_logprobs", c.to_int, loc, errors, None)
     s.prompt_logprob_token_ids = sp.get("prompt_logprob_token_ids")
     s.detokenize = c.field(sp, "detokenize", c.to_bool, loc, errors, True, nullable=False)
+    s.detokenize_sent = sp.get("detokenize") is not None
     s.skip_special_tokens = c.field(
         sp, "skip_special_tokens", c.to_bool, loc, errors, True, nullable=False
     )
     s.include_stop_str_in_output = c.field(
         sp, "include_stop_str_in_output", c.to_bool, loc, errors, False, nullable=False
     )
+    s.allowed_token_ids = c.field(sp, "allowed_token_ids", c.to_int_list, loc, errors, None)
     for key in ("presence_penalty", "frequency_penalty", "repetition_penalty"):
         c.field(sp, key, c.to_float, loc, errors, 0.0)
     return s
 
 
-def _verify_sampling(s: Sampling, sp: dict[str, Any]) -> None:
+def _verify_sampling(s: Sampling, sp: dict[str, Any], zero_max_ok: bool = False) -> None:
     """SamplingParams._verify_args: VLLMValidationError -> 400 BadRequestError."""
     if s.n < 1:
         raise param_error(f"n must be at least 1, got {s.n}.", "n", s.n)
@@ -183,7 +187,7 @@ def _verify_sampling(s: Sampling, sp: dict[str, Any]) -> None:
         raise param_error(msg, "top_k", s.top_k)
     if not 0.0 <= s.min_p <= 1.0:
         raise param_error(f"min_p must be in [0, 1], got {s.min_p}.", "min_p", s.min_p)
-    if s.max_tokens is not None and s.max_tokens < 1:
+    if s.max_tokens is not None and s.max_tokens < (0 if zero_max_ok else 1):
         msg = f"max_tokens must be at least 1, got {s.max_tokens}."
         raise param_error(msg, "max_tokens", s.max_tokens)
     if s.min_tokens < 0:
@@ -233,7 +237,9 @@ def parse_generate(body: Any, config: MockConfig) -> GenerateRequest:
                 [validation_item("extra_forbidden", f"body.{k}", msg, None) for k in extra]
             )
     token_ids: list[int] | None = None
-    if "token_ids" not in body:
+    if "token_ids" not in body and config.has_defect("token-ids-missing-accepted"):
+        token_ids = []  # generates from an empty prompt
+    elif "token_ids" not in body:
         errors.append(validation_item("missing", "body.token_ids", "Field required", body))
     else:
         token_ids = c.to_int_list(body["token_ids"], "body.token_ids", errors)
@@ -261,7 +267,9 @@ def parse_generate(body: Any, config: MockConfig) -> GenerateRequest:
     sampling = Sampling()
     sp: dict[str, Any] = {}
     raw_sp = body.get("sampling_params")
-    if "sampling_params" not in body:
+    if "sampling_params" not in body and config.has_defect("sampling-params-optional"):
+        pass  # the defaults apply
+    elif "sampling_params" not in body:
         errors.append(validation_item("missing", "body.sampling_params", "Field required", body))
         sp = {}
     elif (parsed_sp := c.to_dict(raw_sp, "body.sampling_params", errors)) is not None:
@@ -271,7 +279,11 @@ def parse_generate(body: Any, config: MockConfig) -> GenerateRequest:
     loc = "body"
     req.request_id = c.field(body, "request_id", c.to_str, loc, errors, None, nullable=False)
     req.model = c.field(body, "model", c.to_str, loc, errors, None)
-    mode = body.get("output_mode", "tokens")
+    mode = body.get(
+        "output_mode", "text" if config.has_defect("default-output-mode-text") else "tokens"
+    )
+    if mode not in ("tokens", "text") and config.has_defect("output-mode-any-accepted"):
+        mode = "tokens"
     if mode not in ("tokens", "text"):
         msg = "Input should be 'tokens' or 'text'"
         ctx = {"expected": "'tokens' or 'text'"}
@@ -298,14 +310,23 @@ def parse_generate(body: Any, config: MockConfig) -> GenerateRequest:
     if parts is not None and not isinstance(parts, list):
         msg = "Input should be a valid list"
         errors.append(validation_item("list_type", "body.content_parts", msg, parts))
+    null_stop = isinstance(raw_sp, dict) and "stop" in raw_sp and raw_sp["stop"] is None
+    if null_stop and config.has_defect("null-rejected"):
+        msg = "Input should be a valid list"
+        errors.append(validation_item("list_type", "body.sampling_params.stop", msg, None))
     if not errors:
         _model_validators(body, req, config, errors)
     if errors:
+        bad_temperature = any(e["loc"] == "body.sampling_params.temperature" for e in errors)
+        if bad_temperature and config.has_defect("type-error-500"):
+            raise ApiError(500, "Internal Server Error", "InternalServerError")
         raise ValidationFailure(errors)
     salt = body.get("cache_salt")
+    if salt is not None and config.has_defect("optional-fields-rejected"):
+        raise ApiError(400, "cache_salt is not supported", "BadRequestError", "cache_salt")
     if salt is not None:
         _check_salt(salt)
-    _verify_sampling(req.sampling, sp)
+    _verify_sampling(req.sampling, sp, config.has_defect("max-tokens-zero-accepted"))
     return req
 
 
@@ -320,7 +341,8 @@ def _model_validators(
                 "value_error", "body", f"Value error, {text}", body, {"error": ValueError(text)}
             )
         )
-    if req.output_mode == "text" and not req.sampling.detokenize:
+    text_ok = config.has_defect("text-detokenize-false-accepted")
+    if req.output_mode == "text" and not req.sampling.detokenize and not text_ok:
         text = "output_mode='text' requires sampling_params.detokenize to be true"
         errors.append(
             validation_item(

@@ -65,6 +65,21 @@ class Sampler:
                 sampling.temperature, sampling.top_k, sampling.top_p, sampling.min_p
             )
         self.want_text = want_text
+        self.allowed = sorted(set(sampling.allowed_token_ids or []))
+
+    def _pick_allowed(self, rank_of: Callable[[int], int], below_min: bool) -> int:
+        """allowed_token_ids masks the logits: only those tokens can be sampled (top_k after)."""
+        sp = self.sp
+        pairs = sorted((rank_of(t), t) for t in self.allowed)
+        if below_min and any(t not in self.banned for _, t in pairs):
+            pairs = [(r, t) for r, t in pairs if t not in self.banned]
+        ranks = [r for r, _ in pairs]
+        if sp.greedy:
+            second = self.cfg.has_defect("greedy-not-greedy") and len(ranks) > 1
+            return ranks[1] if second else ranks[0]
+        if 0 < sp.top_k < len(ranks):
+            ranks = ranks[: sp.top_k]
+        return self.model.sample_among(self.rng.random(), sp.temperature, ranks)
 
     def new_detokenizer(self) -> IncrementalDetokenizer | None:
         if not (self.want_text or (self.sp.stop and self.cfg.has_tokenizer)):
@@ -72,7 +87,8 @@ class Sampler:
         return IncrementalDetokenizer(
             self.tok,
             self.sp.stop,
-            self.sp.include_stop_str_in_output,
+            self.sp.include_stop_str_in_output
+            and not self.cfg.has_defect("include-stop-str-ignored"),
             self.sp.skip_special_tokens and not self.cfg.has_defect("skip-special-ignored"),
             cut_stop=not self.cfg.has_defect("stop-string-not-cut"),
         )
@@ -99,7 +115,10 @@ class Sampler:
         ctx = model.context_for(self.context)
         n_done = len(seq.records)
         below_min = n_done < sp.min_tokens
-        rank = self._pick_rank(ctx.token_at, below_min)
+        if self.allowed:
+            rank = self._pick_allowed(ctx.rank_of, below_min)
+        else:
+            rank = self._pick_rank(ctx.token_at, below_min)
         token = ctx.token_at(rank)
         k = sp.logprobs
         top: list[tuple[int, int, float]] = []
@@ -114,6 +133,8 @@ class Sampler:
         support = None
         if self.cfg.return_sampling_mask:
             support = [ctx.token_at(r) for r in range(1, self.limit + 1)]
+            if self.allowed:
+                support = list(self.allowed)
         seq.records.append(
             TokenRecord(token, rank, model.logprob_of_rank(rank), top, version, support)
         )
@@ -128,11 +149,10 @@ class Sampler:
             seq.finish_reason = "stop"
             seq.stop_reason = token if cfg.has_defect("eos-stop-reason-set") else None
             return
-        if (
-            reached_min
-            and token in sp.stop_token_ids
-            and not cfg.has_defect("stop-token-ids-ignored")
-        ):
+        ignored = cfg.has_defect("stop-token-ids-ignored") or (
+            cfg.tokens_only and cfg.has_defect("tokens-only-stop-token-ids-ignored")
+        )
+        if reached_min and token in sp.stop_token_ids and not ignored:
             seq.finish_reason = "stop"
             seq.stop_reason = None if cfg.has_defect("stop-reason-null") else token
             if cfg.has_defect("stop-token-dropped"):
@@ -146,3 +166,5 @@ class Sampler:
             return
         if count >= self.max_tokens:
             seq.finish_reason = "length"
+            if cfg.has_defect("length-stop-reason-set"):
+                seq.stop_reason = 0

@@ -11,6 +11,7 @@ from mock_server.config import MockConfig
 from mock_server.engine import Engine, Event, Job
 from mock_server.errors import ApiError
 from mock_server.payloads import Builder, weight_spans
+from mock_server.sequence import Sequence
 
 SSE_HEADERS = [(b"content-type", b"text/event-stream; charset=utf-8")]
 _background: set[asyncio.Task[None]] = set()
@@ -52,6 +53,7 @@ class _Chunker:
         self.first = True
         self.counts: dict[int, int] = {}
         self.early_done = False
+        self.lossy_sent: dict[int, int] = {}
 
     def choice(self, ev: Event) -> dict[str, Any]:
         cfg, seq = self.cfg, ev.seq
@@ -63,15 +65,27 @@ class _Chunker:
         if not ev.finished and not self.early_done and cfg.has_defect("stream-finish-reason-early"):
             finish, self.early_done = "length", True
         spans = None
-        if ev.finished or cfg.has_defect("stream-weight-versions-every-chunk"):
+        final_spans = ev.finished and not cfg.has_defect("stream-no-final-weight-versions")
+        if final_spans or cfg.has_defect("stream-weight-versions-every-chunk"):
             spans = weight_spans(seq.records, cfg)
         text = None
         if self.b.text:
             text = seq.detok.delta(final=ev.finished) if seq.detok is not None else ""
+            if self.b.req.sampling.stop and cfg.has_defect("stream-held-text-lost"):
+                text = self._lossy(seq)
+            if seq.detok is not None and cfg.has_defect("stream-text-cumulative"):
+                text = seq.detok.emitted
         out = self.b.choice(seq, records, finish, spans, text)
         if not ev.finished:
             out["stop_reason"] = None
         return out
+
+    def _lossy(self, seq: Sequence) -> str:
+        """stream-held-text-lost: the last held-back character is never flushed."""
+        shown = seq.detok.emitted[:-1] if seq.detok is not None else ""
+        start = self.lossy_sent.get(seq.index, 0)
+        self.lossy_sent[seq.index] = max(start, len(shown))
+        return shown[start:]
 
     def chunk(self, events: list[Event]) -> str:
         choices = [self.choice(ev) for ev in events]
@@ -92,6 +106,7 @@ async def stream_job(
     gen = engine.run(job)
     await _start(send)
     pending: list[Event] = []
+    empty: list[Any] = []
     try:
         async for ev in gen:
             if gone.is_set():
@@ -103,6 +118,11 @@ async def stream_job(
                 pending.append(ev)
                 continue
             await _body(send, frame(cfg, chunker.chunk([ev])))
+            if not ev.finished and cfg.has_defect("stream-empty-chunk") and ev.seq not in empty:
+                empty.append(ev.seq)  # one chunk with nothing in it, once per choice
+                await _body(
+                    send, frame(cfg, chunker.chunk([Event(ev.seq, len(ev.seq.records), False)]))
+                )
         else:
             if pending:
                 await _body(send, frame(cfg, chunker.chunk(pending)))

@@ -183,6 +183,11 @@ class IncrementalDetokenizer:
                         return s
         return None
 
+    @property
+    def emitted(self) -> str:
+        """The text every delta so far adds up to."""
+        return self.text[: self._sent]
+
     def delta(self, final: bool) -> str:
         """New text since the last call; `final` flushes what was held back."""
         if final and self.stopped_by is None:
