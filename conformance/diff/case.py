@@ -1,0 +1,74 @@
+"""One request of the diff corpus, and the profiles it applies to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+GENERATE = "/inference/v1/generate"
+ABORT = "/inference/v1/abort_requests"
+LEGACY_ABORT = "/abort_requests"
+
+SCALE_OUT = frozenset({"scale-out", "api-key"})
+"""Servers with a tokenizer and `--enable-scale-out` (api-key adds a key to scale-out)."""
+TOKENS_ONLY = frozenset({"tokens-only", "tokens-only-api-key"})
+SERVED = SCALE_OUT | TOKENS_ONLY
+"""Profiles where generate, abort, render and derender are registered."""
+DISABLED = frozenset({"disabled"})
+KEYED = frozenset({"api-key", "tokens-only-api-key"})
+EVERY = SERVED | DISABLED
+PROFILES = tuple(sorted(EVERY))
+
+
+@dataclass(frozen=True)
+class AbortFlow:
+    """Start the request, then abort it by its returned id on `path`.
+
+    Streamed: after `after_events` events; non-streamed: after `delay_s`.
+    """
+
+    path: str = ABORT
+    after_events: int = 1
+    delay_s: float = 0.2
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    profiles: frozenset[str]
+    method: str = "POST"
+    path: str = GENERATE
+    body: Any = None
+    raw: str | None = None
+    """Sent as the body verbatim (invalid JSON, a text/plain body)."""
+    content_type: str | None = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+    auth: str = "key"
+    """`key`: send the API key when one is given; `none`: never; `wrong`: a wrong key."""
+    abort: AbortFlow | None = None
+    covers: str = ""
+    """The feature or bad-input class this case exercises (for the report)."""
+
+    @property
+    def stream(self) -> bool:
+        return isinstance(self.body, dict) and self.body.get("stream") is True
+
+    def applies_to(self, profile: str) -> bool:
+        return profile in self.profiles
+
+
+def gen(
+    name: str,
+    profiles: frozenset[str],
+    covers: str,
+    sampling: dict[str, Any] | None = None,
+    tokens: list[int] | None = None,
+    **top: Any,
+) -> Case:
+    """A generate case: prompt `[321, 608, 78, 338, 10]` unless given, then the fields."""
+    headers = top.pop("headers", {})
+    abort = top.pop("abort", None)
+    body: dict[str, Any] = {"token_ids": tokens if tokens is not None else [321, 608, 78, 338, 10]}
+    body.update(top)
+    body["sampling_params"] = sampling if sampling is not None else {"max_tokens": 4}
+    return Case(name, profiles, body=body, headers=headers, abort=abort, covers=covers)
