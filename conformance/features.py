@@ -31,7 +31,11 @@ KNOWN_FEATURES = (
     "weight-labels",
     "data-parallel",
     "mock-stats",
+    "routed-experts",  # claim-only: started with --enable-return-routed-experts
+    "sampling-mask",  # claim-only: started with --return-sampling-mask
 )
+# No probe can tell a start flag from a server that sends the field by mistake.
+CLAIM_ONLY = ("routed-experts", "sampling-mask")
 
 
 class ProbeError(Exception):
@@ -71,6 +75,7 @@ class Features:
             "weight-labels": self.dev_mode,
             "data-parallel": (self.dp_size or 0) > 1,
             "mock-stats": self.mock_stats,
+            **dict.fromkeys(CLAIM_ONLY, False),
         }
         return [name for name in KNOWN_FEATURES if found[name]]
 
@@ -92,6 +97,7 @@ class Features:
             "weight-labels": "no dev endpoints (/update_weight_version, /weight_info)",
             "data-parallel": f"data_parallel_size is {self.dp_size}",
             "mock-stats": "server exposes no /mock/stats",
+            **dict.fromkeys(CLAIM_ONLY, "claim-only (--expect): a start flag cannot be probed"),
         }
         evidence = self.evidence.get(name)
         reason = reasons.get(name, name)

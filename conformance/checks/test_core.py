@@ -213,10 +213,23 @@ def test_header_wins_over_body(tito: Session) -> None:
         )
 
 
+OPTIONAL_OUTPUTS = (
+    ("routed_experts", "routed-experts", "--enable-return-routed-experts"),
+    ("sampling_mask", "sampling-mask", "--return-sampling-mask"),
+)
+
+
 @checks("GEN-RESP-007")
 def test_optional_outputs_off_by_default(tito: Session) -> None:
+    """The start flags cannot be probed: without the claim the field must be null, with it set."""
     tito.need_generate()
     for i, choice in enumerate(choices_of(basic(tito))):
-        for key in ("routed_experts", "sampling_mask"):
-            if choice.get(key) is not None:
-                fail(f"choice {i} carries {key} although the server was not asked for it")
+        for key, claim, flag in OPTIONAL_OUTPUTS:
+            claimed = claim in tito.config.expect
+            if claimed and choice.get(key) is None:
+                fail(f"choice {i} has no {key} although the server claims {flag} ({claim})")
+            if not claimed and choice.get(key) is not None:
+                fail(
+                    f"choice {i} carries {key} although {flag} was not claimed "
+                    f"(if the server was started with it, pass --expect {claim})"
+                )
