@@ -36,7 +36,18 @@ def generate_response(output_mode: str = "tokens", logprobs: bool = True) -> dic
     """A generate answer as a client would pass it to derender (ids valid in any vocab)."""
     return {
         "request_id": "generate-tokens-cmpl-diff",
-        "usage": {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6},
+        "model": "tiny-qwen3",
+        "created": 1796215131,
+        "usage": {
+            "prompt_tokens": 3,
+            "total_tokens": 6,
+            "completion_tokens": 3,
+            "prompt_tokens_details": None,
+            "completion_tokens_details": None,
+        },
+        "prompt_logprobs": None,
+        "prompt_token_ids": None,
+        "kv_transfer_params": None,
         "output_mode": output_mode,
         "choices": [_choice([321, 608, 78], True, logprobs)],
     }
@@ -91,7 +102,11 @@ RENDER_CASES: tuple[Case, ...] = (
         "derender-completions",
         SCALE_OUT,
         path=COMPLETIONS_DERENDER,
-        body={"generate_responses": [generate_response()], "prompt_token_ids": [[321, 608, 78]]},
+        body={
+            "generate_responses": [generate_response()],
+            "prompt_tokens": [3],
+            "prompt_token_ids": [[321, 608, 78]],
+        },
         covers="derender",
     ),
     Case(
