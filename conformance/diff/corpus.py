@@ -20,9 +20,6 @@ from .case import (
 from .corpus_access import ABORT_CASES, ACCESS_CASES
 from .corpus_render import RENDER_CASES
 
-LONG = {"max_tokens": 400, "ignore_eos": True}
-"""Long enough for an abort to land mid-generation on a slow server."""
-
 GENERATE_CASES: tuple[Case, ...] = (
     gen("basic", SERVED, "generate"),
     gen("ignore-eos-length", SERVED, "max_tokens", {"max_tokens": 6, "ignore_eos": True}),
