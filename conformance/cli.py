@@ -101,7 +101,10 @@ def _delegate(command: EntryPoint, argv: list[str]) -> int:
     except (ImportError, AttributeError) as exc:
         print(f"tito-conformance {command.name}: unavailable ({exc})", file=sys.stderr)
         return 2
-    return int(entry(argv))
+    try:
+        return int(entry(argv))
+    except SystemExit as exc:  # argparse's usage errors: keep `main` returning the code
+        return exc.code if isinstance(exc.code, int) else 2
 
 
 def _print_requirements() -> int:
