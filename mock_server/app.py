@@ -15,6 +15,7 @@ from starlette.routing import Route
 from mock_server.abort import AbortEndpoint, DevAbortEndpoint
 from mock_server.auth import AuthMiddleware
 from mock_server.config import MockConfig
+from mock_server.derender import derender_routes
 from mock_server.dev import dev_endpoints
 from mock_server.engine import Engine
 from mock_server.generate import GenerateEndpoint
@@ -69,7 +70,7 @@ def create_app(config: MockConfig) -> Starlette:
     if not config.has_defect("abort-route-missing"):
         routes.append(Route("/inference/v1/abort_requests", AbortEndpoint(state), methods=["POST"]))
     if not config.has_defect("render-missing"):
-        routes += render_routes(state)
+        routes += render_routes(state) + derender_routes(state)
     if config.dev_mode:
         update, finish, info = dev_endpoints(state)
         routes += [

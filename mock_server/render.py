@@ -1,13 +1,14 @@
-"""Render (prompt -> GenerateRequest) and derender (GenerateResponse -> OpenAI response).
+"""Render (prompt -> GenerateRequest): the OpenAI bodies turned into generate requests.
 
-Both use the same tokenizer and chat template as generate, so render output can be POSTed to
-/inference/v1/generate unchanged and derender decodes exactly what generate produced.
+It uses the same tokenizer and chat template as generate, so render output can be POSTed to
+/inference/v1/generate unchanged. The fields render reads are parsed as vLLM's pydantic
+models parse them (lax mode: `7.0` is an int), and the sampling values are checked as
+SamplingParams checks them, so what it returns is always a valid GenerateRequest.
 """
 
 from __future__ import annotations
 
 import secrets
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -15,14 +16,49 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from mock_server import coerce as c
+from mock_server.config import MockConfig
 from mock_server.errors import ApiError, ValidationFailure, bad_request, validation_item
 from mock_server.gating import error_response
 from mock_server.generate import UNSUPPORTED_MEDIA, parse_json
+from mock_server.request import check_salt, check_sampling, stop_list
+from mock_server.schema_check import schema_errors
 from mock_server.state import AppState
 from mock_server.tokenizer import Tokenizer
 
 Handler = Callable[[Request], Awaitable[Response]]
 NO_TOKENIZER = "Tokenizer not available when `skip_tokenizer_init=True`"
+EMPTY_PROMPT = "Either prompt or prompt_embeds must be provided and non-empty."
+NEGATIVE_IDS = "token_ids must not contain negative values"
+_FIELDS: tuple[tuple[str, Any], ...] = (
+    ("model", c.to_str),
+    ("temperature", c.to_float),
+    ("top_p", c.to_float),
+    ("min_p", c.to_float),
+    ("presence_penalty", c.to_float),
+    ("frequency_penalty", c.to_float),
+    ("repetition_penalty", c.to_float),
+    ("seed", c.to_int),
+    ("top_k", c.to_int),
+    ("n", c.to_int),
+    ("min_tokens", c.to_int),
+    ("max_tokens", c.to_int),
+    ("ignore_eos", c.to_bool),
+    ("skip_special_tokens", c.to_bool),
+    ("include_stop_str_in_output", c.to_bool),
+    ("detokenize", c.to_bool),
+    ("stream", c.to_bool),
+    ("cache_salt", c.to_str),
+    ("stop", stop_list),
+    ("stop_token_ids", c.to_int_list),
+)
+"""The fields of CompletionRequest / ChatCompletionRequest render reads, with their types."""
+_CHAT_FIELDS: tuple[tuple[str, Any], ...] = (
+    ("max_completion_tokens", c.to_int),
+    ("logprobs", c.to_bool),
+    ("top_logprobs", c.to_int),
+    ("add_generation_prompt", c.to_bool),
+)
 _SAMPLING_KEYS = (
     "seed",
     "top_k",
@@ -35,47 +71,77 @@ _SAMPLING_KEYS = (
 )
 
 
+def parse_fields(body: dict[str, Any], chat: bool, errors: c.Errors) -> dict[str, Any]:
+    """The fields render reads, coerced; a null or absent field is left out."""
+    fields = (*_FIELDS, *_CHAT_FIELDS) if chat else (*_FIELDS, ("logprobs", c.to_int))
+    out: dict[str, Any] = {}
+    for key, convert in fields:
+        value = c.field(body, key, convert, "body", errors, None)
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def _text(value: Any, loc: str, errors: c.Errors) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        texts = [
+            c.field(p, "text", c.to_str, f"{loc}.{i}", errors, "")
+            for i, p in enumerate(value)
+            if isinstance(p, dict)
+        ]
+        return "".join(texts)
+    errors.append(validation_item("string_type", loc, "Input should be a valid string", value))
+    return ""
+
+
 def chat_template(messages: list[Any], add_generation_prompt: bool = True) -> str:
     """A small ChatML template (Qwen's shape without tools or thinking)."""
     parts = []
-    for message in messages:
+    errors: c.Errors = []
+    for i, message in enumerate(messages):
         if not isinstance(message, dict):
             raise bad_request("Each message must be an object")
-        content = message.get("content") or ""
-        if isinstance(content, list):
-            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        parts.append(f"<|im_start|>{message.get('role', 'user')}\n{content}<|im_end|>\n")
+        loc = f"body.messages.{i}"
+        role = c.field(message, "role", c.to_str, loc, errors, "user")
+        content = _text(message.get("content"), f"{loc}.content", errors)
+        parts.append(f"<|im_start|>{role}\n{content}<|im_end|>\n")
+    if errors:
+        raise ValidationFailure(errors)
     if add_generation_prompt:
         parts.append("<|im_start|>assistant\n")
     return "".join(parts)
 
 
-def _sampling_params(body: dict[str, Any], greedy_default: bool) -> dict[str, Any]:
+def _sampling_params(fields: dict[str, Any]) -> dict[str, Any]:
     """Mirrors msgspec omit_defaults output of vLLM's render (key order as captured)."""
-    temperature = body.get("temperature")
-    temperature = 1.0 if temperature is None else float(str(temperature))
+    temperature = float(fields.get("temperature", 1.0))
     sp: dict[str, Any] = {
-        "presence_penalty": float(body.get("presence_penalty") or 0.0),
-        "frequency_penalty": float(body.get("frequency_penalty") or 0.0),
-        "repetition_penalty": float(body.get("repetition_penalty") or 1.0),
+        "presence_penalty": float(fields.get("presence_penalty") or 0.0),
+        "frequency_penalty": float(fields.get("frequency_penalty") or 0.0),
+        "repetition_penalty": float(fields.get("repetition_penalty") or 1.0),
         "temperature": temperature,
     }
     if temperature != 0.0:
-        top_p = body.get("top_p")
-        sp["top_p"] = 1.0 if top_p is None else float(top_p)
-        sp["min_p"] = float(body.get("min_p") or 0.0)
-    stop = body.get("stop") or []
-    sp["stop"] = [stop] if isinstance(stop, str) else list(stop)
-    sp["stop_token_ids"] = list(body.get("stop_token_ids") or [])
+        sp["top_p"] = float(fields.get("top_p", 1.0))
+        sp["min_p"] = float(fields.get("min_p") or 0.0)
+    sp["stop"] = list(fields.get("stop") or [])
+    sp["stop_token_ids"] = list(fields.get("stop_token_ids") or [])
     for key in _SAMPLING_KEYS:
-        if body.get(key) is not None:
-            sp[key] = body[key]
-    max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
+        if key in fields:
+            sp[key] = fields[key]
+    max_tokens = fields.get("max_completion_tokens") or fields.get("max_tokens")
     if max_tokens is not None:
         sp["max_tokens"] = max_tokens
-    logprobs = body.get("top_logprobs") if body.get("logprobs") is True else body.get("logprobs")
+    logprobs = fields.get("logprobs")
+    if logprobs is True:
+        logprobs = fields.get("top_logprobs")
     if isinstance(logprobs, int) and not isinstance(logprobs, bool):
         sp["logprobs"] = logprobs
+    check_sampling(sp)
     sp.update(
         {"output_kind": 2, "skip_clone": True, "bad_words": [], "skip_reading_prefix_cache": False}
     )
@@ -83,50 +149,74 @@ def _sampling_params(body: dict[str, Any], greedy_default: bool) -> dict[str, An
 
 
 def _generate_request(
-    state: AppState, rid: str, ids: list[int], body: dict[str, Any]
+    cfg: MockConfig, rid: str, ids: list[int], fields: dict[str, Any], sp: dict[str, Any]
 ) -> dict[str, Any]:
-    token_ids: list[Any] = ids
-    if state.config.has_defect("render-generate-mismatch"):
-        token_ids = [str(t) for t in ids]
-    return {
+    out = {
         "request_id": rid,
-        "token_ids": token_ids,
+        "token_ids": ids,
         "token_offsets": None,
         "features": None,
         "content_parts": None,
-        "sampling_params": _sampling_params(body, False),
-        "model": body.get("model"),
+        "sampling_params": sp,
+        "model": fields.get("model"),
         "reasoning_ended": None,
         "reasoning_parser_kwargs": None,
         "return_token_ids": None,
         "output_mode": "tokens",
-        "stream": bool(body.get("stream")),
+        "stream": bool(fields.get("stream")),
         "stream_options": None,
-        "cache_salt": body.get("cache_salt"),
+        "cache_salt": fields.get("cache_salt"),
         "priority": 0,
         "kv_transfer_params": None,
         "ec_transfer_params": None,
     }
+    errors = schema_errors("GenerateRequest", out, "body")
+    if errors:  # a value the checks above let through: still a 400, never an invalid answer
+        raise ValidationFailure(errors)
+    if cfg.has_defect("render-generate-mismatch"):
+        out["token_ids"] = [str(t) for t in ids]
+    return out
 
 
-def _prompts(prompt: Any, tok: Tokenizer, has_tok: bool) -> list[list[int]]:
-    def one(p: Any) -> list[int]:
+def _prompts(
+    body: dict[str, Any], tok: Tokenizer, has_tok: bool, errors: c.Errors
+) -> list[list[int]]:
+    """CompletionRequest.prompt: str | list[str] | list[int] | list[list[int]]."""
+    prompt = body.get("prompt")
+    if prompt is None or prompt == "":
+        text = EMPTY_PROMPT
+        item = validation_item("value_error", "body", f"Value error, {text}", body)
+        raise ValidationFailure([{**item, "ctx": {"error": ValueError(text)}}])
+
+    def one(p: Any, loc: str) -> list[int]:
         if isinstance(p, str):
             if not has_tok:
                 raise bad_request(NO_TOKENIZER)
             return tok.encode(p)
-        if isinstance(p, list) and all(isinstance(t, int) and not isinstance(t, bool) for t in p):
-            return list(p)
-        raise ValidationFailure(
-            [validation_item("string_type", "body.prompt", "Input should be a valid string", p)]
-        )
+        ids = c.to_int_list(p, loc, errors)
+        if ids is None:
+            return []
+        if any(t < 0 for t in ids):
+            ctx = {"error": ValueError(NEGATIVE_IDS)}
+            msg = f"Value error, {NEGATIVE_IDS}"
+            errors.append(validation_item("value_error", loc, msg, p, ctx))
+        if not ids:
+            raise bad_request("The decoder prompt cannot be empty")
+        return ids
 
     if isinstance(prompt, list) and prompt and all(isinstance(p, list | str) for p in prompt):
-        return [one(p) for p in prompt]
-    return [one(prompt)]
+        out = [one(p, f"body.prompt.{i}") for i, p in enumerate(prompt)]
+    elif isinstance(prompt, str | list):
+        out = [one(prompt, "body.prompt")]
+    else:
+        msg = "Input should be a valid string"
+        errors.append(validation_item("string_type", "body.prompt", msg, prompt))
+        out = []
+    return out
 
 
-async def _read(state: AppState, request: Request) -> dict[str, Any]:
+async def read_object(state: AppState, request: Request) -> dict[str, Any]:
+    """The JSON object body of a render/derender request (media type, size, JSON, object)."""
     ctype = request.headers.get("content-type", "").lower().split(";", 1)[0].strip()
     if ctype != "application/json":
         raise ApiError(400, UNSUPPORTED_MEDIA, "Bad Request")
@@ -153,303 +243,66 @@ async def _read(state: AppState, request: Request) -> dict[str, Any]:
     return body
 
 
-def _decode_text(tok: Tokenizer, ids: list[int]) -> str:
-    return tok.decode([t for t in ids if isinstance(t, int) and 0 <= t < tok.vocab_size])
+def guard(cfg: MockConfig, handler: Handler) -> Handler:
+    """The 403 of a server without the scale-out endpoints, and errors as vLLM answers them."""
+
+    async def endpoint(request: Request) -> Response:
+        if not cfg.scale_out:
+            from mock_server.gating import disabled_response
+
+            return disabled_response(cfg)
+        try:
+            return await handler(request)
+        except ValidationFailure as failure:
+            return error_response(cfg, failure.to_api_error())
+        except ApiError as err:
+            return error_response(cfg, err)
+
+    return endpoint
 
 
-def _check_tokens_mode(responses: list[Any], loc: str, allow_text: bool) -> None:
-    errors = []
-    for i, resp in enumerate(responses):
-        where = f"{loc}.{i}" if len(responses) > 1 or loc.endswith("responses") else loc
-        if not isinstance(resp, dict):
-            errors.append(
-                validation_item(
-                    "model_attributes_type", where, "Input should be a valid dictionary", resp
-                )
-            )
-            continue
-        mode = resp.get("output_mode", "tokens")
-        if mode != "tokens" and not (allow_text and mode == "text"):
-            errors.append(
-                validation_item(
-                    "literal_error",
-                    f"{where}.output_mode",
-                    "Input should be 'tokens'",
-                    mode,
-                    {"expected": "'tokens'"},
-                )
-            )
-        if not isinstance(resp.get("choices"), list):
-            errors.append(validation_item("missing", f"{where}.choices", "Field required", resp))
+def _checked(
+    body: dict[str, Any], chat: bool, errors: c.Errors
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(fields, sampling_params); every type error of the body together, as pydantic does."""
+    fields = parse_fields(body, chat, errors)
     if errors:
         raise ValidationFailure(errors)
-
-
-def _completion_logprobs(tok: Tokenizer, choice: dict[str, Any], offset: int) -> tuple[Any, int]:
-    content = (choice.get("logprobs") or {}).get("content")
-    if not content:
-        return None, offset
-    out: dict[str, list[Any]] = {
-        "text_offset": [],
-        "token_logprobs": [],
-        "tokens": [],
-        "top_logprobs": [],
-    }
-    for entry in content:
-        text = tok.token_text(int(entry.get("token_id", 0)) % tok.vocab_size)
-        out["text_offset"].append(offset)
-        out["token_logprobs"].append(entry.get("logprob"))
-        out["tokens"].append(text)
-        out["top_logprobs"].append(
-            {
-                tok.token_text(int(t.get("token_id", 0)) % tok.vocab_size): t.get("logprob")
-                for t in entry.get("top_logprobs") or []
-            }
-        )
-        offset += len(text)
-    return out, offset
+    if "cache_salt" in fields:
+        check_salt(fields["cache_salt"])
+    return fields, _sampling_params(fields)
 
 
 def render_routes(state: AppState) -> list[Route]:
     cfg, tok = state.config, state.engine.tokenizer
 
-    def guard(handler: Handler) -> Handler:
-        async def endpoint(request: Request) -> Response:
-            if not cfg.scale_out:
-                from mock_server.gating import disabled_response
-
-                return disabled_response(cfg)
-            try:
-                return await handler(request)
-            except ValidationFailure as failure:
-                return error_response(cfg, failure.to_api_error())
-            except ApiError as err:
-                return error_response(cfg, err)
-
-        return endpoint
-
     async def render_completions(request: Request) -> Response:
-        body = await _read(state, request)
-        prompts = _prompts(body.get("prompt"), tok, cfg.has_tokenizer)
+        body = await read_object(state, request)
+        errors: c.Errors = []
+        prompts = _prompts(body, tok, cfg.has_tokenizer, errors)
+        fields, sp = _checked(body, False, errors)
         rid = f"cmpl-{secrets.token_hex(8)}"
-        return JSONResponse([_generate_request(state, rid, ids, body) for ids in prompts])
+        return JSONResponse([_generate_request(cfg, rid, ids, fields, sp) for ids in prompts])
 
     async def render_chat(request: Request) -> Response:
-        body = await _read(state, request)
+        body = await read_object(state, request)
         messages = body.get("messages")
-        if not isinstance(messages, list):
+        if "messages" not in body:
             raise ValidationFailure(
                 [validation_item("missing", "body.messages", "Field required", body)]
             )
+        if not isinstance(messages, list):
+            msg = "Input should be a valid list"
+            raise ValidationFailure([validation_item("list_type", "body.messages", msg, messages)])
+        fields, sp = _checked(body, True, [])
         if not cfg.has_tokenizer:
             raise bad_request(NO_TOKENIZER)
-        ids = tok.encode(chat_template(messages, body.get("add_generation_prompt", True)))
-        return JSONResponse(_generate_request(state, f"chatcmpl-{secrets.token_hex(8)}", ids, body))
-
-    async def derender_completions(request: Request) -> Response:
-        body = await _read(state, request)
-        if body.get("stream"):
-            return await _derender_stream(body, "text_completion")
-        responses = body.get("generate_responses")
-        if not isinstance(responses, list):
-            raise ValidationFailure(
-                [validation_item("missing", "body.generate_responses", "Field required", body)]
-            )
-        if not responses:
-            raise bad_request("generate_responses must not be empty")
-        _check_tokens_mode(
-            responses, "body.generate_responses", cfg.has_defect("derender-accepts-text")
-        )
-        if not cfg.has_tokenizer:
-            raise bad_request(NO_TOKENIZER)
-        choices: list[dict[str, Any]] = []
-        prompt_total, completion_total = 0, 0
-        for resp in responses:
-            usage = resp.get("usage") or {}
-            prompt_total += int(usage.get("prompt_tokens") or 0)
-            for choice in resp["choices"]:
-                ids = choice.get("token_ids") or []
-                completion_total += len(ids)
-                logprobs, _ = _completion_logprobs(tok, choice, 0)
-                choices.append(
-                    {
-                        "index": len(choices),
-                        "text": _decode_text(tok, ids),
-                        "logprobs": logprobs,
-                        "finish_reason": choice.get("finish_reason"),
-                        "stop_reason": choice.get("stop_reason"),
-                        "token_ids": None,
-                        "prompt_logprobs": None,
-                        "prompt_token_ids": None,
-                        "routed_experts": None,
-                    }
-                )
-        first = responses[0]
-        return JSONResponse(
-            {
-                "id": first.get("request_id"),
-                "object": "text_completion",
-                "created": int(time.time()),
-                "model": first.get("model") or cfg.model_name,
-                "choices": choices,
-                "service_tier": None,
-                "system_fingerprint": None,
-                "usage": {
-                    "prompt_tokens": prompt_total,
-                    "total_tokens": prompt_total + completion_total,
-                    "completion_tokens": completion_total,
-                    "prompt_tokens_details": None,
-                    "completion_tokens_details": None,
-                },
-                "kv_transfer_params": None,
-                "ec_transfer_params": None,
-                "metrics": None,
-            }
-        )
-
-    async def derender_chat(request: Request) -> Response:
-        body = await _read(state, request)
-        if body.get("stream"):
-            return await _derender_stream(body, "chat.completion.chunk")
-        resp = body.get("generate_response")
-        if resp is None:
-            raise ValidationFailure(
-                [validation_item("missing", "body.generate_response", "Field required", body)]
-            )
-        _check_tokens_mode(
-            [resp], "body.generate_response", cfg.has_defect("derender-accepts-text")
-        )
-        if not cfg.has_tokenizer:
-            raise bad_request(NO_TOKENIZER)
-        choices: list[dict[str, Any]] = []
-        for choice in resp["choices"]:
-            ids = choice.get("token_ids") or []
-            choices.append(
-                {
-                    "index": choice.get("index", len(choices)),
-                    "message": {
-                        "role": "assistant",
-                        "content": _decode_text(tok, ids),
-                        "refusal": None,
-                        "annotations": None,
-                        "audio": None,
-                        "function_call": None,
-                        "reasoning": None,
-                    },
-                    "logprobs": None,
-                    "finish_reason": choice.get("finish_reason"),
-                    "stop_reason": choice.get("stop_reason"),
-                    "token_ids": None,
-                    "routed_experts": None,
-                }
-            )
-        usage = resp.get("usage") or {}
-        return JSONResponse(
-            {
-                "id": resp.get("request_id"),
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": resp.get("model") or cfg.model_name,
-                "choices": choices,
-                "service_tier": None,
-                "system_fingerprint": None,
-                "usage": usage or None,
-                "prompt_logprobs": None,
-                "prompt_token_ids": None,
-                "prompt_text": None,
-                "kv_transfer_params": None,
-                "ec_transfer_params": None,
-                "metrics": None,
-            }
-        )
-
-    async def _derender_stream(body: dict[str, Any], obj: str) -> Response:
-        chunk = body.get("generate_chunk")
-        if not isinstance(chunk, dict):
-            raise ValidationFailure(
-                [validation_item("missing", "body.generate_chunk", "Field required", body)]
-            )
-        _check_tokens_mode([chunk], "body.generate_chunk", cfg.has_defect("derender-accepts-text"))
-        if not cfg.has_tokenizer:
-            raise bad_request(NO_TOKENIZER)
-        raw_state = body.get("stream_state")
-        st: dict[str, Any] = raw_state if isinstance(raw_state, dict) else {}
-        pending = bytes(st.get("pending_bytes") or [])
-        offset = int(st.get("logprob_text_offset") or 0)
-        role_sent = bool(st.get("role_sent"))
-        choices: list[dict[str, Any]] = []
-        for choice in chunk["choices"]:
-            ids = [t for t in choice.get("token_ids") or [] if 0 <= t < tok.vocab_size]
-            data = pending + b"".join(tok.piece(t) for t in ids if not tok.is_special(t))
-            final = choice.get("finish_reason") is not None
-            text, pending = _split_utf8(data, final)
-            logprobs, offset = _completion_logprobs(tok, choice, offset)
-            base = {"index": choice.get("index", 0)}
-            if obj == "text_completion":
-                base.update({"text": text, "logprobs": logprobs})
-            else:
-                delta: dict[str, Any] = {"content": text}
-                if not role_sent:
-                    delta = {"role": "assistant", **delta}
-                    role_sent = True
-                base.update({"delta": delta, "logprobs": None})
-            base.update(
-                {
-                    "finish_reason": choice.get("finish_reason"),
-                    "stop_reason": choice.get("stop_reason"),
-                    "prompt_token_ids": None,
-                    "token_ids": None,
-                }
-            )
-            choices.append(base)
-        new_state = {
-            "pending_bytes": list(pending),
-            "role_sent": role_sent,
-            "logprob_text_offset": offset,
-        }
-        return JSONResponse(
-            {
-                "chunk": {
-                    "id": chunk.get("request_id"),
-                    "object": obj,
-                    "created": int(time.time()),
-                    "model": cfg.model_name,
-                    "choices": choices,
-                    "usage": chunk.get("usage"),
-                    "system_fingerprint": None,
-                    "metrics": None,
-                },
-                "stream_state": new_state,
-            }
-        )
+        prompt = chat_template(messages, fields.get("add_generation_prompt", True))
+        rid = f"chatcmpl-{secrets.token_hex(8)}"
+        return JSONResponse(_generate_request(cfg, rid, tok.encode(prompt), fields, sp))
 
     handlers = [
         ("/v1/completions/render", render_completions),
         ("/v1/chat/completions/render", render_chat),
-        ("/v1/completions/derender", derender_completions),
-        ("/v1/chat/completions/derender", derender_chat),
     ]
-    return [Route(path, guard(h), methods=["POST"]) for path, h in handlers]
-
-
-def _split_utf8(data: bytes, final: bool) -> tuple[str, bytes]:
-    """Decode what is complete; keep an incomplete trailing character for the next chunk."""
-    if final:
-        return data.decode("utf-8", errors="replace"), b""
-    tail_start = len(data)
-    for back in range(1, min(4, len(data)) + 1):
-        lead = data[-back]
-        if lead & 0xC0 != 0x80:  # found the last lead byte
-            need = (
-                2
-                if lead >> 5 == 0b110
-                else 3
-                if lead >> 4 == 0b1110
-                else 4
-                if lead >> 3 == 0b11110
-                else 1
-            )
-            if need > back:
-                tail_start = len(data) - back
-            break
-    return data[:tail_start].decode("utf-8", errors="replace"), data[tail_start:]
+    return [Route(path, guard(cfg, h), methods=["POST"]) for path, h in handlers]

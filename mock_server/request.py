@@ -8,6 +8,7 @@ from typing import Any
 from mock_server import coerce as c
 from mock_server.config import MockConfig
 from mock_server.errors import ApiError, ValidationFailure, param_error, validation_item
+from mock_server.extra_fields import check_ranges, check_sampling_types, check_top_level_types
 
 TOP_LEVEL_KEYS = frozenset(
     [
@@ -120,7 +121,7 @@ class GenerateRequest:
     ec_transfer_params: Any = None
 
 
-def _stop_list(value: Any, loc: str, errors: c.Errors) -> list[str] | None:
+def stop_list(value: Any, loc: str, errors: c.Errors) -> list[str] | None:
     if isinstance(value, str):
         return [value]
     if isinstance(value, list):
@@ -143,7 +144,7 @@ def _parse_sampling(sp: dict[str, Any], errors: c.Errors) -> Sampling:
     s.top_k = c.field(sp, "top_k", c.to_int, loc, errors, 0, nullable=False)
     s.min_p = c.field(sp, "min_p", c.to_float, loc, errors, 0.0)
     s.seed = c.field(sp, "seed", c.to_int, loc, errors, None)
-    s.stop = c.field(sp, "stop", _stop_list, loc, errors, [])
+    s.stop = c.field(sp, "stop", stop_list, loc, errors, [])
     s.stop_token_ids = c.field(sp, "stop_token_ids", c.to_int_list, loc, errors, [])
     s.ignore_eos = c.field(sp, "ignore_eos", c.to_bool, loc, errors, False, nullable=False)
     s.max_tokens = c.field(sp, "max_tokens", c.to_int, loc, errors, None)
@@ -180,6 +181,9 @@ def _verify_sampling(s: Sampling, sp: dict[str, Any], zero_max_ok: bool = False)
     if s.temperature < 0:
         t = s.temperature
         raise param_error(f"temperature must be non-negative, got {t}.", "temperature", t)
+    if s.temperature > 2:
+        t = s.temperature
+        raise param_error(f"temperature must be in [0, 2], got {t}.", "temperature", t)
     if not 0.0 < s.top_p <= 1.0:
         raise param_error(f"top_p must be in (0, 1], got {s.top_p}.", "top_p", s.top_p)
     if s.top_k < -1:
@@ -218,6 +222,15 @@ def _verify_sampling(s: Sampling, sp: dict[str, Any], zero_max_ok: bool = False)
         s.temperature = 0.01
     if s.top_k == -1:
         s.top_k = 0
+
+
+def check_sampling(sp: dict[str, Any]) -> None:
+    """What SamplingParams checks of the values render built (types already coerced)."""
+    errors: c.Errors = []
+    s = _parse_sampling(sp, errors)
+    if errors:
+        raise ValidationFailure(errors)
+    _verify_sampling(s, sp)
 
 
 def parse_generate(body: Any, config: MockConfig) -> GenerateRequest:
@@ -314,6 +327,8 @@ def parse_generate(body: Any, config: MockConfig) -> GenerateRequest:
     if null_stop and config.has_defect("null-rejected"):
         msg = "Input should be a valid list"
         errors.append(validation_item("list_type", "body.sampling_params.stop", msg, None))
+    ignored = check_sampling_types(sp, errors)
+    check_top_level_types(body, errors)
     if not errors:
         _model_validators(body, req, config, errors)
     if errors:
@@ -325,8 +340,9 @@ def parse_generate(body: Any, config: MockConfig) -> GenerateRequest:
     if salt is not None and config.has_defect("optional-fields-rejected"):
         raise ApiError(400, "cache_salt is not supported", "BadRequestError", "cache_salt")
     if salt is not None:
-        _check_salt(salt)
+        check_salt(salt)
     _verify_sampling(req.sampling, sp, config.has_defect("max-tokens-zero-accepted"))
+    check_ranges(body, sp, ignored)
     return req
 
 
@@ -351,7 +367,7 @@ def _model_validators(
         )
 
 
-def _check_salt(salt: Any) -> None:
+def check_salt(salt: Any) -> None:
     if not isinstance(salt, str) or not salt:
         msg = "Parameter 'cache_salt' must be a non-empty string if provided."
         raise ApiError(400, f"{msg} (parameter=cache_salt)", "BadRequestError", "cache_salt")

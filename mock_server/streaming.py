@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from typing import Any
 
@@ -15,6 +16,7 @@ from mock_server.sequence import Sequence
 
 SSE_HEADERS = [(b"content-type", b"text/event-stream; charset=utf-8")]
 _background: set[asyncio.Task[None]] = set()
+STREAM_FAILURE = ApiError(500, "Internal server error", "InternalServerError")
 
 
 def frame(cfg: MockConfig, data: str) -> bytes:
@@ -131,7 +133,16 @@ async def stream_job(
                 await _body(send, frame(cfg, compact(builder.usage_chunk(total))))
             await _finish(send, cfg)
             return
-    except BaseException:
+    except Exception:
+        # The status line is sent: as vLLM does, an error after the start is one error
+        # event, and the stream still ends with [DONE].
+        job.abort()
+        await _drain(gen)
+        with contextlib.suppress(Exception):  # unless the client is gone
+            await _body(send, frame(cfg, compact(STREAM_FAILURE.body())))
+            await _finish(send, cfg)
+        return
+    except BaseException:  # cancelled: nobody is left to answer
         job.abort()
         await _drain(gen)
         raise

@@ -1,0 +1,110 @@
+"""The generate fields the toy model ignores but vLLM still validates (types, then ranges).
+
+vLLM parses every field with pydantic before it looks the model up, so a wrongly typed field
+the mock never uses is still a 400, and comes before the 404 of an unknown model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mock_server import coerce as c
+from mock_server.errors import param_error, validation_item
+
+INT64 = (-(2**63), 2**63 - 1)
+_SAMPLING_TYPES: tuple[tuple[str, Any], ...] = (
+    ("spaces_between_special_tokens", c.to_bool),
+    ("prompt_logprob_start", c.to_int),
+    ("stream_interval", c.to_int),
+    ("thinking_token_budget", c.to_int),
+    ("output_kind", c.to_int),
+    ("truncate_prompt_tokens", c.to_int),
+    ("logprob_token_ids", c.to_int_list),
+    ("structured_outputs", c.to_dict),
+    ("extra_args", c.to_dict),
+)
+
+
+def _str_list(value: Any, loc: str, errors: c.Errors) -> list[str] | None:
+    if not isinstance(value, list):
+        errors.append(validation_item("list_type", loc, "Input should be a valid list", value))
+        return None
+    before = len(errors)
+    out = [c.to_str(v, f"{loc}.{i}", errors) for i, v in enumerate(value)]
+    return [v for v in out if v is not None] if len(errors) == before else None
+
+
+def _logit_bias(value: Any, loc: str, errors: c.Errors) -> dict[int, float] | None:
+    """dict[int, float]: keys are token ids (strings in JSON), values numbers."""
+    raw = c.to_dict(value, loc, errors)
+    if raw is None:
+        return None
+    out: dict[int, float] = {}
+    for key, bias in raw.items():
+        token = c.to_int(key, f"{loc}.{key}.[key]", errors)
+        number = c.to_float(bias, f"{loc}.{key}", errors)
+        if token is not None and number is not None:
+            out[token] = number
+    return out
+
+
+def check_sampling_types(sp: dict[str, Any], errors: c.Errors) -> dict[str, Any]:
+    """Type errors (appended) of the ignored sampling fields; the parsed values."""
+    loc = "body.sampling_params"
+    out: dict[str, Any] = {}
+    for key, convert in _SAMPLING_TYPES:
+        out[key] = c.field(sp, key, convert, loc, errors, None)
+    out["bad_words"] = c.field(sp, "bad_words", _str_list, loc, errors, None)
+    out["logit_bias"] = c.field(sp, "logit_bias", _logit_bias, loc, errors, None)
+    return out
+
+
+def check_top_level_types(body: dict[str, Any], errors: c.Errors) -> None:
+    """Type errors of the ignored top-level fields, `features` against the spec's schema."""
+    loc = "body"
+    c.field(body, "reasoning_ended", c.to_bool, loc, errors, None)
+    offsets = body.get("token_offsets")
+    if offsets is not None:
+        if not isinstance(offsets, list):
+            msg = "Input should be a valid list"
+            errors.append(validation_item("list_type", f"{loc}.token_offsets", msg, offsets))
+        else:
+            for i, pair in enumerate(offsets):
+                where = f"{loc}.token_offsets.{i}"
+                ints = c.to_int_list(pair, where, errors)
+                if ints is not None and len(ints) != 2:
+                    msg = "Tuple should have at most 2 items after validation"
+                    errors.append(validation_item("too_long", where, msg, pair))
+    parts = body.get("content_parts")
+    if isinstance(parts, list):
+        for i, part in enumerate(parts):
+            c.to_dict(part, f"{loc}.content_parts.{i}", errors)
+    features = body.get("features")
+    if isinstance(features, dict):
+        from mock_server.schema_check import schema_errors
+
+        errors.extend(schema_errors("MultiModalFeatures", features, f"{loc}.features"))
+
+
+def check_ranges(body: dict[str, Any], sp: dict[str, Any], parsed: dict[str, Any]) -> None:
+    """SamplingParams' and the engine's value checks of the ignored fields (400s)."""
+    for key, value in (("seed", sp.get("seed")), ("priority", body.get("priority"))):
+        if isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
+            raise param_error(
+                f"{key} must fit in a signed 64-bit integer, got {value}.", key, value
+            )
+    interval = parsed.get("stream_interval")
+    if interval is not None and interval < 1:
+        msg = f"stream_interval must be at least 1, got {interval}."
+        raise param_error(msg, "stream_interval", interval)
+    budget = parsed.get("thinking_token_budget")
+    if budget is not None and budget < -1:
+        msg = f"thinking_token_budget must be -1 (unlimited) or non-negative, got {budget}."
+        raise param_error(msg, "thinking_token_budget", budget)
+    ids = parsed.get("logprob_token_ids")
+    if ids is not None and (len(ids) > 128 or any(t < 0 for t in ids)):
+        msg = "logprob_token_ids must hold at most 128 non-negative token ids."
+        raise param_error(msg, "logprob_token_ids", len(ids))
+    stop_ids = sp.get("stop_token_ids")
+    if isinstance(stop_ids, list) and any(isinstance(t, int) and t < 0 for t in stop_ids):
+        raise param_error("stop_token_ids must not be negative.", "stop_token_ids", stop_ids)
