@@ -16,6 +16,12 @@ from .results import Report, exit_code
 # pyproject.toml), so `live`, which composes the suite and the mock, can add `tito-conformance
 # live` without the suite importing it.
 COMMANDS_GROUP = "tito_conformance.commands"
+FUZZ_EXAMPLES = 10
+"""`run`'s small fuzz budget (cases per operation and mode; `tito-conformance fuzz` does more)."""
+EMBEDDED_FUZZ_OPERATIONS = ("generate", "abortRequests", "abortRequestsLegacy")
+"""Against the embedded mock, `run` fuzzes generate and abort only (plus the stateful
+sequences): the mock still has input-validation bugs in render/derender that the fuzzer finds
+(tests/test_fuzz_mock.py lists them), and `run` must pass against the correct mock."""
 COMMAND_HELP = {
     "fuzz": "schemathesis fuzzing of the spec against a server",
     "live": "start a real vLLM per profile and run the suite against it",
@@ -70,6 +76,15 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME",
         help="embedded mock only: start the mock with this defect (the suite should fail)",
+    )
+    run.add_argument(
+        "--fuzz-examples",
+        type=int,
+        default=FUZZ_EXAMPLES,
+        metavar="N",
+        help="also fuzz the server (schemathesis, see `fuzz`) with N cases per operation and "
+        "mode, folded into the report; 0 disables; skipped with -k/--requirement "
+        "(default %(default)s)",
     )
     run.add_argument("-v", "--verbose", action="store_true", help="also list skips and reasons")
     sub.add_parser("requirements", help="print the requirement catalogue")
@@ -146,11 +161,21 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    fuzz_examples = 0 if (args.keyword or wanted) else max(0, args.fuzz_examples)
+    if fuzz_examples and not args.base_url:
+        print(
+            f"tito-conformance: fuzzing the embedded mock with {fuzz_examples} case(s) per "
+            f"operation and mode, on {', '.join(EMBEDDED_FUZZ_OPERATIONS)} and the stateful "
+            "sequences only (`tito-conformance fuzz` covers every operation)",
+            file=sys.stderr,
+        )
     try:
         if args.base_url:
-            reports = [_run_one(base)]
+            reports = [_with_fuzz(_run_one(base), base.base_url, base, fuzz_examples, ())]
         else:
-            reports = _run_embedded(base, args.profile or list(MAIN_PROFILES), args.mock_defect)
+            reports = _run_embedded(
+                base, args.profile or list(MAIN_PROFILES), args.mock_defect, fuzz_examples
+            )
     except RuntimeError as exc:  # the embedded server could not start
         print(f"tito-conformance: error: {exc}", file=sys.stderr)
         return 2
@@ -173,7 +198,34 @@ def _run_one(config: object) -> Report:
     return run(config)
 
 
-def _run_embedded(base: object, profiles: list[str], defects: list[str]) -> list[Report]:
+def _with_fuzz(
+    report: Report, base_url: str, config: object, examples: int, operations: tuple[str, ...]
+) -> Report:
+    """`report` with a small fuzz run of the same server folded in (see `conformance.fuzz`)."""
+    from .session import SuiteConfig
+
+    assert isinstance(config, SuiteConfig)
+    if not examples or report.harness_error:
+        return report
+    from .fuzz import fuzz_report, merge
+
+    try:
+        fuzzed = fuzz_report(
+            base_url,
+            config.api_key,
+            max_examples=examples,
+            operations=operations,
+            timeout_s=config.timeout,
+        )
+    except Exception as exc:  # the fuzzer's probe or a harness bug: say so, do not hide it
+        report.harness_error = f"fuzz: {type(exc).__name__}: {exc}"
+        return report
+    return merge(report, fuzzed)
+
+
+def _run_embedded(
+    base: object, profiles: list[str], defects: list[str], fuzz_examples: int = 0
+) -> list[Report]:
     from dataclasses import replace
 
     from .runner import run
@@ -194,7 +246,10 @@ def _run_embedded(base: object, profiles: list[str], defects: list[str]) -> list
                 expect=base.expect | profile.claims,
                 profile=name,
             )
-            reports.append(run(config))
+            report = run(config)
+            reports.append(
+                _with_fuzz(report, server.base_url, config, fuzz_examples, EMBEDDED_FUZZ_OPERATIONS)
+            )
     return reports
 
 

@@ -56,3 +56,29 @@ def test_fuzzer_finds_defect(defect: str) -> None:
     hits = [f for f in result.findings if f.group == group and f.check in checks]
     assert hits, f"{defect} not found:\n{summary_text(result)}"
     assert all(f.requirement_ids for f in hits)
+
+
+SEQUENCE_FOUND_BY: dict[str, tuple[str, str, str]] = {
+    # defect: (profile, sequence, check that must fail)
+    "abort-ignored": ("scale-out", "generate-then-abort", "abort_in_flight"),
+    "abort-finish-reason-length": ("scale-out", "generate-then-abort", "abort_in_flight"),
+    "weight-versions-not-reset": ("dev-mode", "label-then-generate", "weight_label_spans"),
+    "weight-versions-gap": ("dev-mode", "label-then-generate", "weight_span_cover"),
+}
+
+
+def test_every_listed_sequence_defect_exists() -> None:
+    assert set(SEQUENCE_FOUND_BY) <= set(DEFECTS)
+
+
+@pytest.mark.parametrize("defect", list(SEQUENCE_FOUND_BY))
+def test_sequences_find_defect(defect: str) -> None:
+    """The stateful sequences alone (the fuzzed operation is /health, for speed)."""
+    profile, sequence, check = SEQUENCE_FOUND_BY[defect]
+    result = run_profile(
+        profile, 10, (defect,), operations=("health",), negative=False, oov_group=False
+    )
+    assert any(s.operation == sequence and s.cases for s in result.stats), summary_text(result)
+    hits = [f for f in result.findings if f.group == "stateful" and f.check == check]
+    assert hits, f"{defect} not found:\n{summary_text(result)}"
+    assert all(f.requirement_ids for f in hits)

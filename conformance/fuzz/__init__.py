@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from ..results import Report
 from .cli import main
+from .merge import merge
 from .settings import RUN_MAX_EXAMPLES, FuzzConfig, ServerFacts
 
-__all__ = ["FuzzConfig", "ServerFacts", "fuzz_report", "main"]
+__all__ = ["RUN_MAX_EXAMPLES", "FuzzConfig", "ServerFacts", "fuzz_report", "main", "merge"]
 
 
 def fuzz_report(
@@ -21,6 +22,8 @@ def fuzz_report(
     seed: int = 0,
     vocab_size: int | None = None,
     oov_group: bool = False,
+    operations: tuple[str, ...] = (),
+    timeout_s: float = 15.0,
 ) -> Report:
     """A fuzz run as a `conformance.results.Report` (one per server), for the suite's `run`.
 
@@ -37,6 +40,8 @@ def fuzz_report(
         max_examples=max_examples,
         seed=seed,
         oov_group=oov_group,
+        operations=operations,
+        request_timeout_s=timeout_s,
     )
     config = replace(config, facts=probe_facts(config, vocab_size))
     return to_report(fuzz(config))

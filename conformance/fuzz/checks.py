@@ -102,26 +102,39 @@ def stream_well_framed(ctx: Any, response: Any, case: Any) -> None:
     """A stream is `data:` events split by blank lines, each chunk valid, ending `data: [DONE]`."""
     if case.path != GENERATE or response.status_code != 200 or not _is_stream(response):
         return None
-    text = response.content.decode("utf-8", errors="replace")
+    problem = framing_problem(response.content)
+    if problem:
+        raise AssertionError(problem)
+    return None
+
+
+def framing_problem(content: bytes) -> str:
+    """What is wrong with the framing or the chunks of a stream's bytes ("" when nothing)."""
+    text = content.decode("utf-8", errors="replace")
     if not text.endswith("\n\n"):
-        raise AssertionError(f"the stream does not end with a blank line: ...{text[-60:]!r}")
-    events = _events(response)
+        return f"the stream does not end with a blank line: ...{text[-60:]!r}"
+    events = _events(RawBody(content))
     if not events or events[-1] != DONE:
         last = events[-1][:80] if events else "nothing"
-        raise AssertionError(f"the stream does not end with data: [DONE] (last event: {last!r})")
+        return f"the stream does not end with data: [DONE] (last event: {last!r})"
     if DONE in events[:-1]:
-        raise AssertionError("data: [DONE] is not the last event")
+        return "data: [DONE] is not the last event"
     validator = openapi.sse_event_validator()
     for index, data in enumerate(events):
         if "\n" in data:
-            raise AssertionError(
+            return (
                 f"event {index} spans several data lines (events not split by a blank line?): "
                 f"{data[:120]!r}"
             )
         error = next(iter(validator.iter_errors({"data": data})), None)
         if error is not None:
-            raise AssertionError(f"event {index} is not a valid chunk: {error.message[:200]}")
-    return None
+            return f"event {index} is not a valid chunk: {error.message[:200]}"
+    return ""
+
+
+class RawBody:
+    def __init__(self, content: bytes) -> None:
+        self.content = content
 
 
 OUR_CHECKS = (error_body_shape, request_id_prefix, stream_well_framed)

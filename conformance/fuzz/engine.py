@@ -17,14 +17,13 @@ from typing import Any
 import hypothesis
 import hypothesis.errors
 import schemathesis
-from hypothesis import HealthCheck, Phase
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.core.failures import CustomFailure, Failure, FailureGroup
 
 import openapi
 
-from . import sanitize
+from . import generation, sanitize
 from .checks import OUR_CHECKS, stream_payloads
 from .expectations import operations, schemathesis_config, serving
 from .findings import Finding, GroupStats, requirements_for
@@ -109,12 +108,10 @@ class Fuzzer:
 
     # ---- sending -------------------------------------------------------------------------
     def call(self, case: Any) -> Any:
-        if self.config.app is not None:
-            return case.call(headers=self.headers)
         if self._session is None:
-            import requests
-
-            self._session = requests.Session()
+            self._session = self._open_session()
+        if self.config.app is not None:
+            return case.call(session=self._session, headers=self.headers)
         return case.call(
             base_url=self.config.base_url,
             session=self._session,
@@ -122,8 +119,25 @@ class Fuzzer:
             timeout=self.config.request_timeout_s,
         )
 
+    def _open_session(self) -> Any:
+        """One session for the run. In-process, schemathesis would otherwise build an ASGI
+        client per call; `trust_env` off skips requests' proxy lookup in the environment on
+        every call (loopback or in-process: there is no proxy to find)."""
+        if self.config.app is not None:
+            from schemathesis.python import asgi
+
+            session: Any = asgi.get_client(self.config.app).__enter__()
+        else:
+            import requests
+
+            session = requests.Session()
+        session.trust_env = False
+        return session
+
     def close(self) -> None:
         if self._session is not None:
+            if self.config.app is not None:
+                self._session.__exit__(None, None, None)
             self._session.close()
 
     def alive(self) -> bool:
@@ -243,15 +257,7 @@ class Fuzzer:
         self.stats.append(stats)
         started = time.monotonic()
 
-        @hypothesis.settings(
-            max_examples=examples,
-            database=None,
-            deadline=None,
-            phases=[Phase.generate],
-            suppress_health_check=list(HealthCheck),
-            derandomize=False,
-            report_multiple_bugs=False,
-        )
+        @generation.settings(examples)
         @hypothesis.seed(self.config.seed)
         @hypothesis.given(strategy)
         def body(case: Any) -> None:
@@ -265,35 +271,50 @@ class Fuzzer:
         except ServerGone as exc:
             self.server_gone = str(exc)
         except hypothesis.errors.Unsatisfiable:
-            stats.skipped = "schemathesis can generate no such case for this operation"
+            stats.skipped = generation.UNSATISFIABLE
         stats.duration_s = round(time.monotonic() - started, 3)
         return stats
 
     def fuzz_operation(self, op_id: str, mode: GenerationMode) -> None:
-        method, path, _ = operations()[op_id]
+        """Replay the operation's drawn cases (see `generation`), each bounded, then judged."""
+        method, path, spec_op = operations()[op_id]
         op = self.schema[path][method]
-        group = "positive" if mode is GenerationMode.POSITIVE else "negative"
-        strategy = op.as_strategy(generation_mode=mode).map(
-            lambda case: self.prepare(op_id, case, positive=mode is GenerationMode.POSITIVE)
-        )
-
-        def on_case(case: Any, index: int) -> None:
+        positive = mode is GenerationMode.POSITIVE
+        group = "positive" if positive else "negative"
+        # Security parameters change what is drawn only where a key is checked; a positive
+        # case gets the right key from `prepare` whatever was drawn, so it can share the
+        # neutral draw.
+        security = not positive and self.facts.api_key_required and bool(spec_op.get("security"))
+        stats = GroupStats(op_id, group)
+        self.stats.append(stats)
+        started = time.monotonic()
+        drawn = generation.drawn(op_id, mode, security, self.config.seed, self.config.max_examples)
+        stats.skipped = drawn.skipped
+        for raw in drawn.cases:
+            if self.server_gone:
+                break
+            stats.cases += 1
+            case = self.prepare(op_id, generation.bound(raw, op), positive)
             try:
-                response = self.call(case)
-            except Exception as exc:  # a timeout, a refused or reset connection
-                if self.config.app is not None and not _is_transport(exc):
-                    self.server_exception(op_id, group, case, exc, index)
-                    return
-                self.transport_error(op_id, group, case, exc, index)
-                if not self.alive():
-                    raise ServerGone(f"the server stopped answering during {op_id}") from exc
-                return
-            self.stats[-1].statuses[response.status_code] = (
-                self.stats[-1].statuses.get(response.status_code, 0) + 1
-            )
-            self.judge(op_id, group, case, response, index)
+                self.send_and_judge(op_id, group, case, stats)
+            except ServerGone as exc:
+                self.server_gone = str(exc)
+        stats.duration_s = round(time.monotonic() - started, 3)
 
-        self.run_group(op_id, group, strategy, self.config.max_examples, on_case)
+    def send_and_judge(self, op_id: str, group: str, case: Any, stats: GroupStats) -> None:
+        index = stats.cases
+        try:
+            response = self.call(case)
+        except Exception as exc:  # a timeout, a refused or reset connection
+            if self.config.app is not None and not _is_transport(exc):
+                self.server_exception(op_id, group, case, exc, index)
+                return
+            self.transport_error(op_id, group, case, exc, index)
+            if not self.alive():
+                raise ServerGone(f"the server stopped answering during {op_id}") from exc
+            return
+        stats.statuses[response.status_code] = stats.statuses.get(response.status_code, 0) + 1
+        self.judge(op_id, group, case, response, index)
 
     def prepare(self, op_id: str, case: Any, positive: bool) -> Any:
         """Bound every case; make positive ones acceptable (see `sanitize`)."""

@@ -14,10 +14,11 @@ import openapi
 
 from .settings import ServerFacts
 
-NEEDS_TOKENIZER_400 = {"renderChatCompletions"}
+NEEDS_TOKENIZER_400 = {"renderChatCompletions", "derenderCompletions", "derenderChatCompletions"}
+"""Served without a tokenizer, but every valid body is a 400 there: a chat template and
+detokenization both need one ("Tokenizer not available when `skip_tokenizer_init=True`")."""
 LENIENT_ABORT = {"abortRequests", "abortRequestsLegacy"}
 """vLLM reads `request_ids` without validating its type: only a missing one is a 400."""
-"""Served without a tokenizer, but every valid body is a 400 there ("Needs a tokenizer")."""
 
 
 def operations() -> dict[str, tuple[str, str, dict[str, Any]]]:

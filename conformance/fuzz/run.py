@@ -18,6 +18,12 @@ from .settings import FuzzConfig, ServerFacts
 from .stateful import run_sequences
 
 SUITE_NAME = "tito-conformance fuzz"
+SEQUENCE_COVERS = {
+    "generate-then-abort": {"ABORT-002", "ABORT-006"},
+    "label-then-generate": {"WV-002", "WV-007"},
+    "render-generate-derender": {"RENDER-002"},
+}
+"""What a stateful sequence that ran cases exercised (its failures file under these too)."""
 
 
 @dataclass
@@ -148,6 +154,9 @@ def _covered(result: FuzzResult) -> set[str]:
         covered.add("ERR-007")
     if result.facts.profile == "disabled" and ran:
         covered |= {"DISABLED-001", "DISABLED-003"}
+    for sequence, ids in SEQUENCE_COVERS.items():
+        if sequence in ran:
+            covered |= ids
     return {rid for rid in covered if rid in by_id()}
 
 

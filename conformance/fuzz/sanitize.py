@@ -78,7 +78,9 @@ def bound_generate(body: Any, facts: ServerFacts, max_tokens: int, max_prompt: i
     if not isinstance(sp, dict):
         return
     mt = sp.get("max_tokens")
-    if isinstance(mt, int) and _is_int(mt) and mt > max_tokens:
+    if mt is None:  # absent or null (both valid): the server default runs to the context's end
+        sp["max_tokens"] = max_tokens
+    elif isinstance(mt, int) and _is_int(mt) and mt > max_tokens:
         sp["max_tokens"] = 1 + mt % max_tokens
     n = sp.get("n")
     if isinstance(n, int) and _is_int(n) and n > 4:

@@ -9,9 +9,11 @@ SAFE_VOCAB = 256
 """Ids below this exist in every tokenizer (byte-level vocabularies have at least 256)."""
 OOV_FLOOR = 10_000_000
 """An id no real vocabulary reaches: the out-of-vocabulary group's id when the size is unknown."""
-CI_MAX_EXAMPLES = 300
-RUN_MAX_EXAMPLES = 25
-"""The small default budget of `tito-conformance run`."""
+CI_MAX_EXAMPLES = 150
+"""Cases drawn per operation and mode: 150 positive + 150 negative = the issue's "at least 300
+generated cases per operation" (an operation without inputs has fewer distinct cases)."""
+RUN_MAX_EXAMPLES = 10
+"""The small default budget of `tito-conformance run` (per operation and mode)."""
 
 
 @dataclass(frozen=True)

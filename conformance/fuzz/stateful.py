@@ -3,12 +3,15 @@ checks as single cases. Generated parts come from schemathesis's positive strate
 
 from __future__ import annotations
 
-from typing import Any
+import copy
+from typing import Any, cast
 
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
+from .checks import RawBody, framing_problem, stream_payloads
 from .engine import Fuzzer
+from .inflight import stream_then_abort
 
 GROUP = "stateful"
 
@@ -58,30 +61,125 @@ def _fail(
     fz.findings[(op_id, GROUP, check, status)].requirement_ids = (requirement,)
 
 
+IN_FLIGHT_TOKENS = (64, 1024)
+"""The stream's length, then the retry's: long enough to be in flight when its abort arrives."""
+
+
+def _stream_body(case: Any, max_tokens: int) -> dict[str, Any]:
+    """A positive draw turned into a long stream that only an abort can end early."""
+    body = copy.deepcopy(case.body)
+    body["stream"] = True
+    sp = body.setdefault("sampling_params", {})
+    sp["max_tokens"] = max_tokens
+    sp["ignore_eos"] = True
+    for key in ("stop", "stop_token_ids", "min_tokens"):
+        sp.pop(key, None)
+    return cast(dict[str, Any], body)
+
+
+def _ends(stream: bytes) -> dict[int, tuple[Any, int]]:
+    """choice index -> (its last finish_reason, how many tokens it streamed)."""
+    ends: dict[int, tuple[Any, int]] = {}
+    for chunk in stream_payloads(RawBody(stream)):
+        for choice in chunk.get("choices", []) if isinstance(chunk, dict) else []:
+            index = choice.get("index", 0)
+            _, count = ends.get(index, (None, 0))
+            ends[index] = (choice.get("finish_reason"), count + len(choice.get("token_ids") or []))
+    return ends
+
+
 def generate_then_abort(fz: Fuzzer, examples: int) -> None:
+    """ABORT-002/006: abort a live stream by its returned id after its first chunk; it ends with
+    finish_reason abort, then [DONE]. A choice that streamed all its tokens was too late to
+    abort, not broken: retried once with a much longer generation before it counts."""
     abort = fz.schema["/inference/v1/abort_requests"]["POST"]
+    cfg = fz.config
 
     def on_case(case: Any, index: int) -> None:
-        response = _send(fz, "generate", case, index)
-        if response is None or response.status_code != 200:
-            return
-        rid = response.json().get("request_id")
-        step = abort.Case(
-            body={"request_ids": [rid]}, headers=dict(fz.auth), media_type="application/json"
-        )
-        answer = _send(fz, "abortRequests", step, index)
-        if answer is not None and (answer.status_code != 200 or answer.content):
-            _fail(
-                fz,
-                "abortRequests",
-                step,
-                "abort_by_returned_id",
-                answer.status_code,
-                f"aborting {rid!r} answered {answer.status_code} {answer.content[:200]!r}, "
-                "not 200 with an empty body",
-                index,
-                "ABORT-006",
+        headers = {**fz.headers, **{k: str(v) for k, v in (case.headers or {}).items()}}
+        for attempt, tokens in enumerate(IN_FLIGHT_TOKENS):
+            out = stream_then_abort(
+                _stream_body(case, tokens),
+                headers,
+                {**fz.headers, **fz.auth},
+                app=cfg.app,
+                base_url=cfg.base_url,
+                timeout_s=cfg.request_timeout_s,
             )
+            step = abort.Case(
+                body={"request_ids": [out.request_id]},
+                headers=dict(fz.auth),
+                media_type="application/json",
+            )
+            if out.error or out.status != 200:
+                if out.error:
+                    _fail(
+                        fz,
+                        "generate",
+                        case,
+                        "abort_in_flight",
+                        out.status,
+                        out.error,
+                        index,
+                        "ABORT-002",
+                    )
+                return
+            if out.abort_status is not None and (out.abort_status != 200 or out.abort_body):
+                _fail(
+                    fz,
+                    "abortRequests",
+                    step,
+                    "abort_by_returned_id",
+                    out.abort_status,
+                    f"aborting the live {out.request_id!r} answered {out.abort_status} "
+                    f"{out.abort_body[:200]!r}, not 200 with an empty body",
+                    index,
+                    "ABORT-006",
+                )
+            problem = framing_problem(out.stream)
+            if problem:
+                _fail(
+                    fz,
+                    "generate",
+                    case,
+                    "abort_in_flight",
+                    200,
+                    f"after the abort: {problem}",
+                    index,
+                    "ABORT-002",
+                )
+                return
+            ends = _ends(out.stream)
+            late = [i for i, (reason, n) in ends.items() if reason != "abort" and n >= tokens]
+            broken = {i: e for i, e in ends.items() if e[0] != "abort" and e[1] < tokens}
+            if broken:
+                _fail(
+                    fz,
+                    "generate",
+                    case,
+                    "abort_in_flight",
+                    200,
+                    f"aborted {out.request_id!r} after its first chunk, but choices "
+                    f"(index: (finish_reason, tokens)) {broken} of max_tokens {tokens} did not "
+                    "end with finish_reason abort",
+                    index,
+                    "ABORT-002",
+                )
+                return
+            if not late:
+                return
+            if attempt == len(IN_FLIGHT_TOKENS) - 1:
+                _fail(
+                    fz,
+                    "generate",
+                    case,
+                    "abort_in_flight",
+                    200,
+                    f"twice the stream ran to max_tokens ({IN_FLIGHT_TOKENS}) although it was "
+                    "aborted after its first chunk: the abort did not stop it",
+                    index,
+                    "ABORT-002",
+                )
 
     fz.run_group("generate-then-abort", GROUP, _generate_strategy(fz), examples, on_case)
 

@@ -1,0 +1,99 @@
+"""Draw each operation's cases once and replay them in every profile.
+
+Drawing (hypothesis under schemathesis) is most of a fuzz run's cost: a derender body, a nested
+generate response full of open objects, takes ~0.1 s to draw. With one seed hypothesis draws the
+same cases whatever the server answers (nothing the replay does feeds back into it: no failure
+is raised, no `target()` is called), so a second profile drawing them again would only repeat
+the same work. The cases are drawn from a profile-neutral copy of the schema and re-bound to
+the profile's own schema (its expected statuses, its app or base URL) when replayed.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import hypothesis
+import hypothesis.errors
+import schemathesis
+from hypothesis import HealthCheck, Phase
+from schemathesis import GenerationMode
+
+import openapi
+
+from .expectations import operations
+
+UNSATISFIABLE = "schemathesis can generate no such case for this operation"
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """The cases of one (operation, mode), in draw order; `skipped` says why there are none."""
+
+    cases: tuple[Any, ...]
+    skipped: str = ""
+
+
+def settings(examples: int) -> hypothesis.settings:
+    """Generation only: no shrinking (a failure is recorded, not minimised), no database (the
+    seed is the reproducer), no deadline or health checks (slow draws are expected)."""
+    return hypothesis.settings(
+        max_examples=examples,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+        derandomize=False,
+        report_multiple_bugs=False,
+    )
+
+
+@functools.cache
+def neutral_schema(security: bool) -> Any:
+    """The spec with only the generation settings a profile can change (security parameters:
+    only a server with `--api-key` checks them)."""
+    config = schemathesis.Config.from_dict(
+        {
+            "generation": {
+                "deterministic": True,
+                "allow-x00": False,
+                "with-security-parameters": security,
+            }
+        }
+    )
+    return schemathesis.openapi.from_dict(copy.deepcopy(openapi.load_spec()), config=config)
+
+
+@functools.cache
+def drawn(op_id: str, mode: GenerationMode, security: bool, seed: int, examples: int) -> Drawn:
+    """Up to `examples` cases (fewer when the operation has fewer distinct ones)."""
+    method, path, _ = operations()[op_id]
+    op = neutral_schema(security)[path][method]
+    out: list[Any] = []
+
+    @settings(examples)
+    @hypothesis.seed(seed)
+    @hypothesis.given(op.as_strategy(generation_mode=mode))
+    def collect(case: Any) -> None:
+        out.append(bound(case, case.operation))
+
+    try:
+        collect()
+    except hypothesis.errors.Unsatisfiable:
+        return Drawn((), UNSATISFIABLE)
+    return Drawn(tuple(out))
+
+
+def bound(case: Any, operation: Any) -> Any:
+    """A private deep copy of a drawn case, on `operation` (the profile's schema) instead.
+
+    Slot by slot, past `Case.__setattr__` (which tracks edits for revalidation and cannot run
+    on a half-built copy); the copied metadata keeps the hashes of the equal copied parts.
+    """
+    memo: dict[int, Any] = {id(case.operation): operation}
+    copied = object.__new__(type(case))
+    for slot in type(case).__slots__:
+        object.__setattr__(copied, slot, copy.deepcopy(getattr(case, slot), memo))
+    return copied
