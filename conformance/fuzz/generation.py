@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,12 @@ import openapi
 from .expectations import operations
 
 UNSATISFIABLE = "schemathesis can generate no such case for this operation"
+_spent = [0.0]
+
+
+def drawing_seconds() -> float:
+    """Time spent drawing in this process so far (what the sharing saves is the rest)."""
+    return _spent[0]
 
 
 @dataclass(frozen=True)
@@ -79,10 +86,13 @@ def drawn(op_id: str, mode: GenerationMode, security: bool, seed: int, examples:
     def collect(case: Any) -> None:
         out.append(bound(case, case.operation))
 
+    started = time.monotonic()
     try:
         collect()
     except hypothesis.errors.Unsatisfiable:
         return Drawn((), UNSATISFIABLE)
+    finally:
+        _spent[0] += time.monotonic() - started
     return Drawn(tuple(out))
 
 
