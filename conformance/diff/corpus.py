@@ -58,6 +58,7 @@ GENERATE_CASES: tuple[Case, ...] = (
         "max_tokens clamp",
         {"max_tokens": 100000, "ignore_eos": True},
     ),
+    gen("default-max-tokens", SERVED, "max_tokens default", {"ignore_eos": True}),
     gen("request-id-body", SERVED, "request_id", request_id="diff-body-1"),
     gen(
         "request-id-header",
