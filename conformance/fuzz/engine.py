@@ -188,7 +188,7 @@ class Fuzzer:
         checks: list[Checker] | None = None,
     ) -> None:
         """Run the checks on one answer and record each failure under its check."""
-        stream = _wants_stream(case)
+        stream = wants_stream(case)
         try:
             case.validate_response(response, checks=checks or self.checks, headers=self.headers)
         except FailureGroup as group_exc:
@@ -221,7 +221,7 @@ class Fuzzer:
             f"broke: {type(exc).__name__}: {exc}",
             curl,
             index,
-            _wants_stream(case),
+            wants_stream(case),
         )
 
     def server_exception(
@@ -238,7 +238,7 @@ class Fuzzer:
             f"the app raised {type(exc).__name__}: {exc}",
             curl,
             index,
-            _wants_stream(case),
+            wants_stream(case),
         )
 
     def _base(self) -> str | None:
@@ -337,72 +337,8 @@ class Fuzzer:
             case.headers = {**(case.headers or {}), **self.auth}
         return case
 
-    def fuzz_oov(self) -> None:
-        """Prompts with one id at or above the vocabulary: a 400, never a 5xx or a crash."""
-        op_id = "generate"
-        op = self.schema["/inference/v1/generate"]["POST"]
-        oov = self.facts.oov_id
-
-        def poison(case: Any) -> Any:
-            case = self.prepare(op_id, case, positive=True)
-            ids = case.body["token_ids"]
-            ids[len(str(ids)) % len(ids)] = oov + len(ids) % 7
-            return case
-
-        strategy = op.as_strategy(generation_mode=GenerationMode.POSITIVE).map(poison)
-
-        def on_case(case: Any, index: int) -> None:
-            try:
-                response = self.call(case)
-            except Exception as exc:
-                self.transport_error(op_id, "out-of-vocabulary", case, exc, index)
-                raise ServerGone(
-                    "the server stopped answering after an out-of-vocabulary prompt"
-                ) from exc
-            self.judge(
-                op_id,
-                "out-of-vocabulary",
-                case,
-                response,
-                index,
-                checks=[*builtin_checks()[:4], *OUR_CHECKS, _oov_rejected],
-            )
-            if response.status_code >= 500 and not self.alive():
-                curl = case.as_curl_command(headers=self.headers, base_url=self._base())
-                self.record(
-                    op_id,
-                    case.operation.label,
-                    "out-of-vocabulary",
-                    "server_survives",
-                    response.status_code,
-                    f"after this out-of-vocabulary prompt "
-                    f"(id {case.body['token_ids']}) answered {response.status_code}, "
-                    "the server stopped answering /health (it exited)",
-                    curl,
-                    index,
-                )
-                raise ServerGone("the server exited after an out-of-vocabulary prompt")
-
-        self.run_group(
-            op_id, "out-of-vocabulary", strategy, min(self.config.max_examples, 30), on_case
-        )
-
     def served(self, op_id: str) -> str:
         return serving(operations()[op_id][2], self.facts)
-
-
-def _oov_rejected(ctx: Any, response: Any, case: Any) -> None:
-    """ERR-007: "an out-of-vocabulary token id is a 400" (streamed: 200 and one error event,
-    the way every engine-side rejection of a stream arrives)."""
-    if response.status_code == 200 and _wants_stream(case):
-        chunks = stream_payloads(response)
-        if any(isinstance(c, dict) and "error" in c for c in chunks):
-            return
-        raise AssertionError("a streamed prompt with an out-of-vocabulary id got no error event")
-    if response.status_code != 400:
-        raise AssertionError(
-            f"a prompt with an out-of-vocabulary id answered {response.status_code}, not 400"
-        )
 
 
 def _snippet(response: Any) -> str:
@@ -432,7 +368,7 @@ def _negative_in(case: Any, location: str) -> bool:
     return False
 
 
-def _wants_stream(case: Any) -> bool:
+def wants_stream(case: Any) -> bool:
     return isinstance(case.body, dict) and case.body.get("stream") is True
 
 

@@ -14,6 +14,7 @@ from ..results import CheckResult, Report, ServerInfo, Status, decide
 from .engine import Fuzzer
 from .expectations import operations
 from .findings import Finding, GroupStats
+from .oov import fuzz_oov
 from .settings import FuzzConfig, ServerFacts
 from .stateful import run_sequences
 
@@ -98,7 +99,7 @@ def fuzz(config: FuzzConfig) -> FuzzResult:
             and fz.served("generate") == "served"
             and "generate" in wanted
         ):
-            fz.fuzz_oov()
+            fuzz_oov(fz)
     finally:
         fz.close()
     return FuzzResult(

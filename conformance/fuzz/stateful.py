@@ -93,13 +93,18 @@ def generate_then_abort(fz: Fuzzer, examples: int) -> None:
     finish_reason abort, then [DONE]. A choice that streamed all its tokens was too late to
     abort, not broken: retried once with a much longer generation before it counts."""
     abort = fz.schema["/inference/v1/abort_requests"]["POST"]
+    generate = fz.schema["/inference/v1/generate"]["POST"]
     cfg = fz.config
 
     def on_case(case: Any, index: int) -> None:
         headers = {**fz.headers, **{k: str(v) for k, v in (case.headers or {}).items()}}
         for attempt, tokens in enumerate(IN_FLIGHT_TOKENS):
+            body = _stream_body(case, tokens)
+            sent = generate.Case(  # what the reproducer shows: the stream as sent
+                body=body, headers=dict(case.headers or {}), media_type="application/json"
+            )
             out = stream_then_abort(
-                _stream_body(case, tokens),
+                body,
                 headers,
                 {**fz.headers, **fz.auth},
                 app=cfg.app,
@@ -116,7 +121,7 @@ def generate_then_abort(fz: Fuzzer, examples: int) -> None:
                     _fail(
                         fz,
                         "generate",
-                        case,
+                        sent,
                         "abort_in_flight",
                         out.status,
                         out.error,
@@ -141,7 +146,7 @@ def generate_then_abort(fz: Fuzzer, examples: int) -> None:
                 _fail(
                     fz,
                     "generate",
-                    case,
+                    sent,
                     "abort_in_flight",
                     200,
                     f"after the abort: {problem}",
@@ -156,7 +161,7 @@ def generate_then_abort(fz: Fuzzer, examples: int) -> None:
                 _fail(
                     fz,
                     "generate",
-                    case,
+                    sent,
                     "abort_in_flight",
                     200,
                     f"aborted {out.request_id!r} after its first chunk, but choices "
@@ -172,7 +177,7 @@ def generate_then_abort(fz: Fuzzer, examples: int) -> None:
                 _fail(
                     fz,
                     "generate",
-                    case,
+                    sent,
                     "abort_in_flight",
                     200,
                     f"twice the stream ran to max_tokens ({IN_FLIGHT_TOKENS}) although it was "
