@@ -9,36 +9,59 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from mock_server.errors import ValidationFailure, validation_item
 from mock_server.state import AppState
 
 Endpoint = Callable[[Request], Awaitable[JSONResponse]]
 
 
-async def _json(request: Request) -> Any:
-    raw = await request.body()
-    if not raw.strip():
-        return {}
-    try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None
+def _embedded(raw: bytes, field: str, required: bool) -> tuple[Any, JSONResponse | None]:
+    """One `Body(embed=True)` field, validated as FastAPI/pydantic do in vLLM 0.32's RL router.
+
+    (`vllm/entrypoints/rl/online/api_router.py`: `new_version: Annotated[str, Body(embed=True)]`,
+    `weight_version: Annotated[str | None, Body(embed=True)] = None`.) Failures are vLLM's
+    usual 400 ErrorResponse with a pydantic-style message, like any other validation error.
+    """
+    loc = f"body.{field}"
+    body: Any = {}
+    if raw.strip():
+        try:
+            body = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            item = validation_item("json_invalid", "body", "JSON decode error", None)
+            return None, _invalid([item])
+    if not isinstance(body, dict):
+        item = validation_item("model_attributes_type", "body", "Input should be an object", body)
+        return None, _invalid([item])
+    if field not in body:
+        if required:
+            return None, _invalid([validation_item("missing", loc, "Field required", None)])
+        return None, None
+    value = body[field]
+    if isinstance(value, str) or (value is None and not required):
+        return value, None
+    item = validation_item("string_type", loc, "Input should be a valid string", value)
+    return None, _invalid([item])
+
+
+def _invalid(items: list[dict[str, Any]]) -> JSONResponse:
+    error = ValidationFailure(items).to_api_error()
+    return JSONResponse(error.body(), status_code=error.status)
 
 
 def dev_endpoints(state: AppState) -> tuple[Endpoint, Endpoint, Endpoint]:
     async def update_weight_version(request: Request) -> JSONResponse:
-        body = await _json(request)
-        label = body.get("new_version") if isinstance(body, dict) else None
-        if not isinstance(label, str):
-            return JSONResponse({"error": "new_version (string) is required"}, status_code=400)
+        label, problem = _embedded(await request.body(), "new_version", required=True)
+        if problem is not None:
+            return problem
         state.engine.set_weight_version(label)
         return JSONResponse({"success": True, "new_version": label})
 
     async def finish_weight_update(request: Request) -> JSONResponse:
-        body = await _json(request)
-        if not isinstance(body, dict):
-            return JSONResponse({"error": "Request body must be a JSON object"}, status_code=400)
-        label = body.get("weight_version")
-        if isinstance(label, str):
+        label, problem = _embedded(await request.body(), "weight_version", required=False)
+        if problem is not None:
+            return problem
+        if label is not None:
             state.engine.set_weight_version(label)
         return JSONResponse({"message": "Weight update finished"})
 
