@@ -18,10 +18,6 @@ from .results import Report, exit_code
 COMMANDS_GROUP = "tito_conformance.commands"
 FUZZ_EXAMPLES = 10
 """`run`'s small fuzz budget (cases per operation and mode; `tito-conformance fuzz` does more)."""
-EMBEDDED_FUZZ_SKIPS = ("updateWeightVersion", "finishWeightUpdate", "weightInfo")
-"""Against the embedded mock, `run` fuzzes every operation but the dev-mode weight endpoints:
-the mock's answer 400s there in a shape the spec does not give them (tests/test_fuzz_mock.py
-lists it), and `run` must pass against the correct mock. The weight-label sequence still runs."""
 COMMAND_HELP = {
     "fuzz": "schemathesis fuzzing of the spec against a server",
     "live": "start a real vLLM per profile and run the suite against it",
@@ -162,13 +158,6 @@ def _run(args: argparse.Namespace) -> int:
         )
         return 2
     fuzz_examples = 0 if (args.keyword or wanted) else max(0, args.fuzz_examples)
-    if fuzz_examples and not args.base_url:
-        print(
-            f"tito-conformance: fuzzing the embedded mock with {fuzz_examples} case(s) per "
-            f"operation and mode, except {', '.join(EMBEDDED_FUZZ_SKIPS)} (the mock's dev-mode "
-            "errors differ from the spec; `tito-conformance fuzz` covers them)",
-            file=sys.stderr,
-        )
     try:
         if args.base_url:
             reports = [_with_fuzz(_run_one(base), base.base_url, base, fuzz_examples, ())]
@@ -223,12 +212,6 @@ def _with_fuzz(
     return merge(report, fuzzed)
 
 
-def _embedded_fuzz_ops() -> tuple[str, ...]:
-    from .fuzz.expectations import operations
-
-    return tuple(op for op in operations() if op not in EMBEDDED_FUZZ_SKIPS)
-
-
 def _run_embedded(
     base: object, profiles: list[str], defects: list[str], fuzz_examples: int = 0
 ) -> list[Report]:
@@ -253,9 +236,7 @@ def _run_embedded(
                 profile=name,
             )
             report = run(config)
-            reports.append(
-                _with_fuzz(report, server.base_url, config, fuzz_examples, _embedded_fuzz_ops())
-            )
+            reports.append(_with_fuzz(report, server.base_url, config, fuzz_examples, ()))
     return reports
 
 

@@ -45,26 +45,7 @@ class MockBug:
     profiles: tuple[str, ...]  # where the CI budget must find it
 
 
-DEV_FLAT_400 = (
-    'the dev-mode weight endpoints answer a flat 400 {"error": "..."} where the spec '
-    "references the ErrorResponse shape; mock or spec is wrong (vLLM's dev router is not in the "
-    "captures)"
-)
-KNOWN_MOCK_BUGS: dict[tuple[str, str, str], MockBug] = {
-    ("updateWeightVersion", "negative", "error_body_shape"): MockBug(DEV_FLAT_400, ("dev-mode",)),
-    ("updateWeightVersion", "negative", "response_schema_conformance"): MockBug(
-        DEV_FLAT_400, ("dev-mode",)
-    ),
-    ("finishWeightUpdate", "negative", "error_body_shape"): MockBug(DEV_FLAT_400, ("dev-mode",)),
-    ("finishWeightUpdate", "negative", "response_schema_conformance"): MockBug(
-        DEV_FLAT_400, ("dev-mode",)
-    ),
-    ("finishWeightUpdate", "negative", "negative_data_rejection"): MockBug(
-        '/finish_weight_update accepts a non-string weight_version (e.g. 5, ["x"]) with 200; '
-        "the spec says string or null (vLLM may not validate it either: unchecked)",
-        ("dev-mode",),
-    ),
-}
+KNOWN_MOCK_BUGS: dict[tuple[str, str, str], MockBug] = {}
 """Mock bugs (not defects) the fuzzer finds in the correct mock at the CI budget, reported to the
 lead; this dict is the only list of them. Each entry must still be found in each profile it
 names (`test_correct_mock_ci_budget` fails when one is not: the bug was fixed, or the budget no
