@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import time
 from typing import Any
 
@@ -23,6 +24,24 @@ from mock_server.render import render_routes
 from mock_server.state import AppState
 
 VERSION = "0.32.0"
+
+
+def _permission(now: int) -> dict[str, Any]:
+    """vLLM's ModelPermission defaults: one object per model card, a fresh id each time."""
+    return {
+        "id": f"modelperm-{secrets.token_hex(8)}",
+        "object": "model_permission",
+        "created": now,
+        "allow_create_engine": False,
+        "allow_sampling": True,
+        "allow_logprobs": True,
+        "allow_search_indices": False,
+        "allow_view": True,
+        "allow_fine_tuning": False,
+        "organization": "*",
+        "group": None,
+        "is_blocking": False,
+    }
 
 
 async def _http_exception(request: Request, exc: Exception) -> Response:
@@ -54,7 +73,7 @@ def create_app(config: MockConfig) -> Starlette:
                 "root": name,
                 "parent": None,
                 "max_model_len": config.max_model_len,
-                "permission": [],
+                "permission": [_permission(now)],
             }
             for name in config.served_model_name
         ]

@@ -59,6 +59,18 @@ _CHAT_FIELDS: tuple[tuple[str, Any], ...] = (
     ("top_logprobs", c.to_int),
     ("add_generation_prompt", c.to_bool),
 )
+# vLLM 0.32 `SamplingParams.__struct_fields__` (the public ones): msgspec encodes in this order.
+SAMPLING_FIELD_ORDER = (
+    "n", "presence_penalty", "frequency_penalty", "repetition_penalty", "temperature",
+    "watermarking", "top_p", "top_k", "min_p", "seed", "stop", "stop_token_ids", "ignore_eos",
+    "max_tokens", "min_tokens", "logprobs", "prompt_logprobs", "prompt_logprob_token_ids",
+    "prompt_logprob_start", "logprob_token_ids", "flat_logprobs", "detokenize",
+    "skip_special_tokens", "spaces_between_special_tokens", "include_stop_str_in_output",
+    "output_kind", "stream_interval", "skip_clone", "output_text_buffer_length",
+    "structured_outputs", "logit_bias", "allowed_token_ids", "extra_args", "bad_words",
+    "skip_reading_prefix_cache", "thinking_token_budget", "repetition_detection",
+    "routed_experts_prompt_start", "trace_decode_token_ids",
+)  # fmt: skip
 _SAMPLING_KEYS = (
     "seed",
     "top_k",
@@ -117,7 +129,7 @@ def chat_template(messages: list[Any], add_generation_prompt: bool = True) -> st
 
 
 def _sampling_params(fields: dict[str, Any]) -> dict[str, Any]:
-    """Mirrors msgspec omit_defaults output of vLLM's render (key order as captured)."""
+    """Mirrors msgspec omit_defaults output of vLLM's render: keys in struct field order."""
     temperature = float(fields.get("temperature", 1.0))
     sp: dict[str, Any] = {
         "presence_penalty": float(fields.get("presence_penalty") or 0.0),
@@ -145,7 +157,8 @@ def _sampling_params(fields: dict[str, Any]) -> dict[str, Any]:
     sp.update(
         {"output_kind": 2, "skip_clone": True, "bad_words": [], "skip_reading_prefix_cache": False}
     )
-    return sp
+    ordered = {key: sp[key] for key in SAMPLING_FIELD_ORDER if key in sp}
+    return ordered | sp  # a key missing from the order keeps its place after the known ones
 
 
 def _generate_request(

@@ -52,11 +52,6 @@ LISTED: tuple[Listed, ...] = (
     Listed("tokonly_tokenize", "status", _NOT_TITO + "; vLLM answers 400 without a tokenizer"),
     Listed("noflag_completions_ok", "status", _NOT_TITO),
     Listed("tokonly_completions", "status", _NOT_TITO),
-    Listed(
-        "models",
-        "$.data[*].permission",
-        "informational: the mock's /v1/models has an empty permission list (DIFFERENCES.md #12)",
-    ),
     *(
         Listed(f"derender_completions_stream_sequence[{step}]", "$.stream_state.*", _STREAM_STATE)
         for step in range(8)

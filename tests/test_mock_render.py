@@ -91,3 +91,27 @@ async def test_tokens_only_render() -> None:
         assert r.status_code == 400 and "Tokenizer not available" in r.json()["error"]["message"]
         r = await c.post("/v1/completions/render", json={"prompt": [5, 6], "max_tokens": 2})
         assert r.status_code == 200 and r.json()[0]["token_ids"] == [5, 6]
+
+
+async def test_sampling_params_in_vllm_struct_order() -> None:
+    """msgspec encodes SamplingParams in field order: `n` first, `seed` after `min_p`."""
+    async with asgi_client(["--enable-scale-out", "--mock-vocab-size", "2048"]) as c:
+        r = await c.post(
+            "/v1/completions/render",
+            json={"prompt": [1, 2, 3], "n": 2, "seed": 7, "max_tokens": 4, "top_k": 5},
+        )
+        assert r.status_code == 200
+        keys = list(r.json()[0]["sampling_params"])
+        assert keys[:10] == [
+            "n", "presence_penalty", "frequency_penalty", "repetition_penalty", "temperature",
+            "top_p", "top_k", "min_p", "seed", "stop",
+        ]  # fmt: skip
+        assert keys[-4:] == ["output_kind", "skip_clone", "bad_words", "skip_reading_prefix_cache"]
+
+
+async def test_models_has_vllm_permission_object() -> None:
+    async with asgi_client([]) as c:
+        (card,) = (await c.get("/v1/models")).json()["data"]
+        (permission,) = card["permission"]
+        assert permission["object"] == "model_permission"
+        assert permission["id"].startswith("modelperm-") and len(permission["id"]) == 26
