@@ -1,41 +1,149 @@
 """The fidelity gate inside a live run: the mock, same flags, diffed against the real server.
 
 Runs `tito-conformance diff --reference REAL --candidate MOCK` (the suite's own diff, as a
-subprocess: live composes, it does not re-implement) while the real server of a profile is up.
+subprocess: live composes, it does not re-implement) while the real server of a profile is up,
+then holds its JSON report against `intended_differences.yaml`: the run passes when every
+difference is listed and every listed difference whose case ran still occurs.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from .launcher import LiveServer, ServerStartError, free_port
 from .profiles import Backend, LiveProfile
+
+INTENDED_FILE = Path(__file__).with_name("intended_differences.yaml")
 
 # The tiny model's vocabulary, so the mock answers the same ids in and out of range.
 MOCK_KNOBS = ("--mock-itl-ms", "1", "--mock-vocab-size", "2048")
 
 
+@dataclass(frozen=True)
+class Intended:
+    """One intended difference of the mock against vLLM (see the YAML file's header)."""
+
+    pattern: str
+    reason: str
+    row: int | None = None
+    cases: tuple[str, ...] = ()
+    profiles: tuple[str, ...] = ()  # () = every profile
+    captures: tuple[str, ...] = ()
+
+    def covers(self, pattern: str) -> bool:
+        if self.pattern.endswith(".*"):
+            return pattern.startswith(self.pattern[:-1])
+        return pattern == self.pattern
+
+    def applies(self, profile: str, case: str) -> bool:
+        return case in self.cases and (not self.profiles or profile in self.profiles)
+
+
+def load_intended(path: Path = INTENDED_FILE) -> list[Intended]:
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    out = []
+    for i, entry in enumerate(data.get("differences") or []):
+        if not entry.get("pattern") or not entry.get("reason"):
+            raise ValueError(f"{path}: entry {i}: needs a pattern and a reason")
+        if not entry.get("cases") and not entry.get("captures"):
+            raise ValueError(f"{path}: entry {i}: lists neither cases nor captures")
+        profiles = entry.get("profiles") or "all"
+        out.append(
+            Intended(
+                pattern=str(entry["pattern"]),
+                reason=" ".join(str(entry["reason"]).split()),
+                row=entry.get("row"),
+                cases=tuple(entry.get("cases") or ()),
+                profiles=() if profiles == "all" else tuple(profiles),
+                captures=tuple(entry.get("captures") or ()),
+            )
+        )
+    return out
+
+
 @dataclass
-class DiffResult:
-    profile: str
-    status: str  # "same" | "different" | "error"
-    returncode: int | None
-    output_path: Path
+class FidelityVerdict:
+    """A diff report held against the intended list: listed, unlisted, stale."""
+
+    cases: int = 0
+    differences: int = 0
+    listed: list[str] = field(default_factory=list)
+    unlisted: list[str] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.status == "same"
+        return not (self.unlisted or self.stale)
+
+    def render(self) -> str:
+        lines = [
+            f"{self.cases} cases, {self.differences} differences, {len(self.listed)} listed, "
+            f"{len(self.unlisted)} unlisted, {len(self.stale)} stale"
+        ]
+        lines += [f"  UNLISTED DIFFERENCE {d}" for d in self.unlisted]
+        lines += [f"  STALE INTENDED DIFFERENCE {d}" for d in self.stale]
+        return "\n".join(lines)
+
+
+def judge(report: dict[str, Any], intended: Sequence[Intended]) -> FidelityVerdict:
+    """Every difference must be listed for its profile and case; every applying entry must hit."""
+    profile = str(report["profile"])
+    verdict = FidelityVerdict(cases=len(report["cases"]))
+    for case in report["cases"]:
+        name = case["case"]
+        entries = [e for e in intended if e.applies(profile, name)]
+        hit: set[Intended] = set()
+        for difference in case["differences"]:
+            verdict.differences += 1
+            said = f"{name}: {difference['location']}: {difference['kind']}"
+            covering = [e for e in entries if e.covers(difference["pattern"])]
+            hit.update(covering)
+            (verdict.listed if covering else verdict.unlisted).append(said)
+        verdict.stale += [f"{name}: {e.pattern} (row {e.row})" for e in entries if e not in hit]
+    return verdict
+
+
+@dataclass
+class DiffResult:
+    profile: str
+    status: str  # "same" | "listed" (only intended differences) | "different" | "error"
+    returncode: int | None
+    output_path: Path
+    verdict: FidelityVerdict | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("same", "listed")
+
+
+def _is_mock(server: LiveServer) -> bool:
+    """The list is about vLLM: a mock standing in for the real server must match outright."""
+    argv = list(server.argv)
+    return any(a == "-m" and b == "mock_server" for a, b in zip(argv, argv[1:], strict=False))
 
 
 def diff_against_mock(
-    real: LiveServer, profile: LiveProfile, out: Path, timeout_s: float = 900.0
+    real: LiveServer,
+    profile: LiveProfile,
+    out: Path,
+    timeout_s: float = 900.0,
+    intended: Sequence[Intended] | None = None,
 ) -> DiffResult:
+    """`intended` defaults to the YAML list, or to none when `real` is itself the mock."""
+    if intended is None:
+        intended = [] if _is_mock(real) else load_intended()
     mock = Backend("mock", "tiny-qwen3", sys.executable, extra_args=MOCK_KNOBS)
     port = free_port()
     path = out / f"diff-{profile.name}.txt"
+    report_path = out / f"diff-{profile.name}.json"
     candidate = LiveServer(
         mock.argv(profile, port),
         port,
@@ -47,10 +155,11 @@ def diff_against_mock(
     argv = [
         sys.executable, "-m", "conformance.cli", "diff",
         "--reference", real.base_url, "--candidate", candidate.base_url,
-        "--profile", profile.name,
+        "--profile", profile.name, "--json-report", str(report_path),
     ]  # fmt: skip
     if profile.api_key:
         argv += ["--api-key", profile.api_key]
+    report_path.unlink(missing_ok=True)
     try:
         with candidate:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
@@ -60,11 +169,16 @@ def diff_against_mock(
     except subprocess.TimeoutExpired:
         path.write_text(f"diff did not finish within {timeout_s:g} s\n", encoding="utf-8")
         return DiffResult(profile.name, "error", None, path)
-    path.write_text(f"$ {' '.join(argv)}\n{done.stdout}{done.stderr}", encoding="utf-8")
-    if done.returncode == 0:
-        status = "same"
-    elif done.returncode == 1:
+    text = f"$ {' '.join(argv)}\n{done.stdout}{done.stderr}"
+    if done.returncode not in (0, 1) or not report_path.exists():
+        path.write_text(text, encoding="utf-8")
+        return DiffResult(profile.name, "error", done.returncode, path)
+    verdict = judge(json.loads(report_path.read_text(encoding="utf-8")), intended)
+    path.write_text(f"{text}fidelity gate: {verdict.render()}\n", encoding="utf-8")
+    if not verdict.ok:
         status = "different"
+    elif verdict.differences:
+        status = "listed"
     else:
-        status = "error"
-    return DiffResult(profile.name, status, done.returncode, path)
+        status = "same"
+    return DiffResult(profile.name, status, done.returncode, path, verdict)

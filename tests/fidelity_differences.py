@@ -1,15 +1,20 @@
-"""Every difference the mock may show against a vLLM 0.32 capture, with its reason. ONE place.
+"""Every difference the mock may show against a vLLM 0.32 capture, with its reason.
 
+The intended ones come from `live/intended_differences.yaml` (its `captures`): ONE list for the
+replay test and the live fidelity diff, so the same difference has the same reason in both.
 Keyed by capture name and difference pattern (`Difference.pattern`: the location with list
 indices as `[*]`; a pattern ending in `.*` covers everything below it). An entry that no longer
 occurs fails `tests/test_mock_fidelity.py`, so this list cannot go stale. `label`:
 - `intended`: the mock differs on purpose (see `mock_server/DIFFERENCES.md`, row number given);
 - `mock-bug`: the mock is wrong; the test of that capture is a strict xfail until it is fixed.
+  Mock bugs are listed here only (`MOCK_BUGS`): they are not part of the live list.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from live.fidelity import load_intended
 
 INTENDED = "intended"
 MOCK_BUG = "mock-bug"
@@ -30,32 +35,15 @@ class Listed:
         return pattern == self.pattern
 
 
-_NOT_TITO = (
-    "outside the TITO API: the mock does not serve the OpenAI endpoints /v1/completions, "
-    "/tokenize, /detokenize (404) (DIFFERENCES.md #13)"
-)
-_STREAM_STATE = (
-    "derender stream_state is opaque to clients (they only echo it): the mock keeps its own "
-    "detokenizer state, not vLLM's (DIFFERENCES.md #14)"
-)
+MOCK_BUGS: tuple[Listed, ...] = ()
 
 LISTED: tuple[Listed, ...] = (
-    Listed(
-        "tokonly_token_id_out_of_vocab",
-        "status",
-        "vLLM 0.32 bug: with --tokens-only an out-of-vocabulary id skips the check, the engine "
-        "raises, 500 and the whole server exits; the mock answers the clean 400 vLLM gives with "
-        "a tokenizer (DIFFERENCES.md #1; `--mock-defect oov-token-500` reproduces the crash)",
-    ),
-    Listed("tokenize", "status", _NOT_TITO),
-    Listed("detokenize", "status", _NOT_TITO),
-    Listed("tokonly_tokenize", "status", _NOT_TITO + "; vLLM answers 400 without a tokenizer"),
-    Listed("noflag_completions_ok", "status", _NOT_TITO),
-    Listed("tokonly_completions", "status", _NOT_TITO),
     *(
-        Listed(f"derender_completions_stream_sequence[{step}]", "$.stream_state.*", _STREAM_STATE)
-        for step in range(8)
+        Listed(capture, entry.pattern, f"{entry.reason} (DIFFERENCES.md #{entry.row})")
+        for entry in load_intended()
+        for capture in entry.captures
     ),
+    *MOCK_BUGS,
 )
 
 

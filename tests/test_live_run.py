@@ -7,10 +7,13 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+from conformance.diff.case import PROFILES
+from conformance.diff.corpus import cases_for
 from conformance.results import Status
 from conformance.session import SuiteConfig
 from live import cli, deviations
 from live.deviations import Deviation
+from live.fidelity import Intended, _is_mock, judge, load_intended
 from live.launcher import LiveServer, free_port
 from live.profiles import Backend, live_profile
 from live.suite import run_suite
@@ -87,3 +90,47 @@ def test_the_fidelity_diff_step_runs_the_suite_diff(tmp_path: Path) -> None:
     assert (tmp_path / "diff-disabled.txt").read_text().strip()
     assert ": same" in gate
     assert code == 0
+    assert (tmp_path / "diff-disabled.json").exists(), "the diff's report (with transcripts)"
+    assert "fidelity gate: 10 cases, 0 differences" in (tmp_path / "diff-disabled.txt").read_text()
+
+
+def test_the_intended_list_names_real_cases_and_profiles() -> None:
+    entries = load_intended()
+    assert entries and all(e.reason and (e.cases or e.captures) for e in entries)
+    for entry in entries:
+        assert set(entry.profiles) <= set(PROFILES), entry
+        ran = entry.profiles or PROFILES
+        for case in entry.cases:
+            assert any(case in {c.name for c in cases_for(p)} for p in ran), (case, entry)
+
+
+def _report(profile: str, cases: dict[str, list[str]]) -> dict[str, object]:
+    return {
+        "profile": profile,
+        "cases": [
+            {"case": name, "differences": [
+                {"location": p, "pattern": p, "kind": "missing key"} for p in patterns
+            ]}
+            for name, patterns in cases.items()
+        ],
+    }  # fmt: skip
+
+
+def test_the_fidelity_gate_fails_unlisted_and_stale_differences() -> None:
+    state = Intended("$.stream_state.*", "opaque", 14, cases=("stream",), profiles=("scale-out",))
+    ok = judge(_report("scale-out", {"stream": ["$.stream_state.a"], "models": []}), [state])
+    assert ok.ok and ok.listed == ["stream: $.stream_state.a: missing key"] and ok.cases == 2
+    other = judge(_report("api-key", {"stream": ["$.stream_state.a"]}), [state])
+    assert other.unlisted == ["stream: $.stream_state.a: missing key"], "listed for scale-out only"
+    stale = judge(_report("scale-out", {"stream": [], "models": ["$.data"]}), [state])
+    assert not stale.ok and stale.stale == ["stream: $.stream_state.* (row 14)"]
+    assert stale.unlisted == ["models: $.data: missing key"]
+    assert judge(_report("scale-out", {"models": []}), [state]).ok, "a case not run is not stale"
+
+
+def test_the_intended_list_is_about_vllm_not_the_mock() -> None:
+    mock = Backend("mock", "tiny-qwen3", sys.executable)
+    real = Backend("cpu", "tiny-qwen3", sys.executable)
+    profile = live_profile("scale-out")
+    assert _is_mock(LiveServer(mock.argv(profile, 1), 1))
+    assert not _is_mock(LiveServer(real.argv(profile, 1), 1))
