@@ -169,7 +169,8 @@ def diff_against_mock(
     except subprocess.TimeoutExpired:
         path.write_text(f"diff did not finish within {timeout_s:g} s\n", encoding="utf-8")
         return DiffResult(profile.name, "error", None, path)
-    text = f"$ {' '.join(argv)}\n{done.stdout}{done.stderr}"
+    shown = " ".join("<api-key>" if a == profile.api_key else a for a in argv)  # as transcripts
+    text = f"$ {shown}\n{done.stdout}{done.stderr}"
     if done.returncode not in (0, 1) or not report_path.exists():
         path.write_text(text, encoding="utf-8")
         return DiffResult(profile.name, "error", done.returncode, path)

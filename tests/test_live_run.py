@@ -82,14 +82,21 @@ def test_cli_reports_a_server_that_cannot_start(tmp_path: Path) -> None:
 
 
 def test_the_fidelity_diff_step_runs_the_suite_diff(tmp_path: Path) -> None:
-    """Mock as the 'real' server here: the mock diffed against itself shows no difference."""
-    code = cli.main(["--backend", "mock", "--profile", "disabled", "--out", str(tmp_path),
-                     "--diff"])  # fmt: skip
+    """Mock as the 'real' server here: the mock diffed against itself shows no difference.
+
+    api-key runs the derender stream case: the intended list (about vLLM) is not applied, else
+    its stream_state entry would be stale. The 'real' mock gets the tiny model's vocabulary, as
+    the diff's mock has, so the same ids are out of range on both.
+    """
+    code = cli.main(["--backend", "mock", "--profile", "disabled", "--profile", "api-key",
+                     "--out", str(tmp_path), "--diff",
+                     "--server-arg=--mock-vocab-size", "--server-arg=2048"])  # fmt: skip
     gate = (tmp_path / "gate.txt").read_text()
-    assert "fidelity diff [disabled] mock vs real:" in gate
-    assert (tmp_path / "diff-disabled.txt").read_text().strip()
-    assert ": same" in gate
+    assert "fidelity diff [disabled] mock vs real: same" in gate
+    assert "fidelity diff [api-key] mock vs real: same" in gate
     assert code == 0
+    keyed = (tmp_path / "diff-api-key.txt").read_text()
+    assert "--api-key <api-key>" in keyed and "tito-conformance-key" not in keyed
     assert (tmp_path / "diff-disabled.json").exists(), "the diff's report (with transcripts)"
     assert "fidelity gate: 10 cases, 0 differences" in (tmp_path / "diff-disabled.txt").read_text()
 
