@@ -22,6 +22,7 @@ from conformance.session import Session
 from .launcher import LiveServer, ServerStartError
 
 HEALTH_GRACE_S = 5.0
+HEALTHY_FOR_S = 1.0
 
 
 @dataclass
@@ -61,15 +62,22 @@ class Watchdog:
             return True
         if not failed:
             return False
-        # A failing check may have just killed it: give it a moment to exit or answer.
+        # A failing check may have just killed it, and a dying server can still answer /health
+        # for a moment (vLLM's 500 comes before its exit; uvicorn drains): only a server that
+        # stays healthy for HEALTHY_FOR_S is alive.
         ends = time.monotonic() + HEALTH_GRACE_S
+        healthy_since: float | None = None
         while time.monotonic() < ends:
             if not self.server.alive:
                 return True
             if self.server.healthy(timeout=1.0):
-                return False
+                healthy_since = healthy_since or time.monotonic()
+                if time.monotonic() - healthy_since >= HEALTHY_FOR_S:
+                    return False
+            else:
+                healthy_since = None
             time.sleep(0.2)
-        return True
+        return not self.server.alive or healthy_since is None
 
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         """Restart lazily, before the next check: a death on the last check costs no restart."""

@@ -54,7 +54,8 @@ def create_app(config: MockConfig) -> Starlette:
     state = AppState(config=config, engine=Engine(config))
 
     async def health(request: Request) -> Response:
-        return Response(status_code=200)
+        # vLLM answers 503 once its engine is dead (EngineDeadError), until the process exits.
+        return Response(status_code=503 if state.engine.dead else 200)
 
     async def stats(request: Request) -> JSONResponse:
         return JSONResponse(state.engine.stats())

@@ -320,3 +320,12 @@ async def test_oov_500_stops_a_real_server() -> None:
             await asyncio.sleep(0.5)
             with pytest.raises(httpx.TransportError):
                 await c.get("/health")
+
+
+async def test_oov_500_leaves_a_dead_engine_unhealthy() -> None:
+    """Until the process exits, /health says what vLLM's does for a dead engine: 503."""
+    async with asgi_client(["--enable-scale-out", "--mock-defect", "oov-token-500"]) as c:
+        assert (await c.get("/health")).status_code == 200
+        r = await c.post(GEN, json={"token_ids": [151936], "sampling_params": {}})
+        assert r.status_code == 500
+        assert (await c.get("/health")).status_code == 503
