@@ -142,7 +142,7 @@ def _parse_sampling(sp: dict[str, Any], errors: c.Errors) -> Sampling:
     s.temperature = c.field(sp, "temperature", c.to_float, loc, errors, 1.0, nullable=False)
     s.top_p = c.field(sp, "top_p", c.to_float, loc, errors, 1.0, nullable=False)
     s.top_k = c.field(sp, "top_k", c.to_int, loc, errors, 0, nullable=False)
-    s.min_p = c.field(sp, "min_p", c.to_float, loc, errors, 0.0)
+    s.min_p = c.field(sp, "min_p", c.to_float, loc, errors, 0.0, nullable=False)
     s.seed = c.field(sp, "seed", c.to_int, loc, errors, None)
     s.stop = c.field(sp, "stop", stop_list, loc, errors, [])
     s.stop_token_ids = c.field(sp, "stop_token_ids", c.to_int_list, loc, errors, [])
@@ -162,7 +162,8 @@ def _parse_sampling(sp: dict[str, Any], errors: c.Errors) -> Sampling:
     )
     s.allowed_token_ids = c.field(sp, "allowed_token_ids", c.to_int_list, loc, errors, None)
     for key in ("presence_penalty", "frequency_penalty", "repetition_penalty"):
-        c.field(sp, key, c.to_float, loc, errors, 0.0)
+        # Plain `float` fields of vLLM's SamplingParams, like temperature: null is a 400.
+        c.field(sp, key, c.to_float, loc, errors, 0.0, nullable=False)
     return s
 
 

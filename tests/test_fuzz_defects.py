@@ -34,7 +34,7 @@ FOUND_BY: dict[str, tuple[str, str, set[str]]] = {
         {"_oov_rejected", "not_a_server_error", "server_survives"},
     ),
 }
-EXAMPLES = 60
+EXAMPLES = int(__import__("os").environ.get("TITO_FUZZ_DEFECT_EXAMPLES", "60"))
 
 
 def test_every_listed_defect_exists() -> None:

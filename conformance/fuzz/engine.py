@@ -322,6 +322,10 @@ class Fuzzer:
         if positive and isinstance(case.body, dict):
             case.body = sanitize.integral_floats_to_ints(case.body)
         body = case.body if isinstance(case.body, dict) else None
+        if not positive and body is not None and isinstance(body.get("model"), str):
+            # Any string is a schema-valid model, so it is never what made the case negative;
+            # an unknown name would be answered 404 before the field checks (as vLLM does).
+            body["model"] = facts.model
         if op_id == "generate" and body is not None:
             sanitize.bound_generate(body, facts, cfg.max_tokens, cfg.max_prompt)
             if positive:

@@ -88,12 +88,37 @@ def drawn(op_id: str, mode: GenerationMode, security: bool, seed: int, examples:
 
     started = time.monotonic()
     try:
+        boundary = coverage_cases(op, mode, security)
         collect()
     except hypothesis.errors.Unsatisfiable:
-        return Drawn((), UNSATISFIABLE)
+        return Drawn(boundary, UNSATISFIABLE if not boundary else "")
     finally:
         _spent[0] += time.monotonic() - started
-    return Drawn(tuple(out))
+    return Drawn(boundary + tuple(out))
+
+
+def coverage_cases(op: Any, mode: GenerationMode, security: bool) -> tuple[Any, ...]:
+    """Schemathesis's coverage phase: the schema's boundaries, systematically (an empty
+    `token_ids`, a negative id, `logprobs: 21`, ...), drawn first. Random draws reach them only
+    by luck, and which ones they reach varies with the process (import order shifts them)."""
+    schema = neutral_schema(security)
+    cases = schema.iter_coverage_cases(
+        op, generation_modes=[mode], generation_config=schema.config.generation_for(operation=op)
+    )
+    return tuple(
+        bound(case, case.operation)
+        for case in cases
+        if mode is GenerationMode.POSITIVE or not _lax_type(case)
+    )
+
+
+def _lax_type(case: Any) -> bool:
+    """An "incorrect type" boundary case (`min_tokens: false`, `ignore_eos: 0`, `[false]` for
+    `list[int]`): invalid JSON Schema, but pydantic's lax mode (vLLM's validation) coerces
+    many of them, so a vLLM-faithful server accepts them. The coverage phase's type cases are
+    left out; the random negative draws still send wrong types (those pydantic rejects)."""
+    data = getattr(case.meta.phase, "data", None)
+    return getattr(data, "scenario", None) == "incorrect_type"
 
 
 def bound(case: Any, operation: Any) -> Any:
