@@ -18,7 +18,6 @@ FOUND_BY: dict[str, tuple[str, str, set[str]]] = {
     "empty-token-ids-accepted": ("scale-out", "negative", REJECT),
     "negative-token-ids-accepted": ("scale-out", "negative", REJECT),
     "invalid-json-500": ("scale-out", "negative", REJECT),
-    "wrong-content-type-accepted": ("scale-out", "negative", REJECT),
     "garbage-json": ("scale-out", "positive", SCHEMA),
     "schema-index-string": ("scale-out", "positive", SCHEMA),
     "unauthorized-body-wrong": ("api-key", "negative", {"error_body_shape"} | SCHEMA),
@@ -34,6 +33,9 @@ FOUND_BY: dict[str, tuple[str, str, set[str]]] = {
         {"_oov_rejected", "not_a_server_error", "server_survives"},
     ),
 }
+# Not listed: `wrong-content-type-accepted`. Only schemathesis's random media-type mutation
+# sends a non-JSON Content-Type, so the fuzzer finds it by chance (it did in a fresh process,
+# not after other test modules were imported); the suite's ERR checks catch it every time.
 EXAMPLES = int(__import__("os").environ.get("TITO_FUZZ_DEFECT_EXAMPLES", "60"))
 
 
