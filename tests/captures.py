@@ -16,8 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import httpx
-from httpx_sse import EventSource
+from conformance.diff.answer import sse_events
 
 FIXTURES = Path(__file__).parent / "fixtures" / "vllm-0.32"
 GENERATE = "/inference/v1/generate"
@@ -64,18 +63,7 @@ class Exchange:
 
 def parse_sse(raw: bytes) -> list[dict[str, Any]]:
     """Decode raw SSE bytes into event objects `{"data", "event"?, "id"?, "retry"?}`."""
-    response = httpx.Response(200, headers={"content-type": SSE}, content=raw)
-    events: list[dict[str, Any]] = []
-    for sse in EventSource(response).iter_sse():
-        event: dict[str, Any] = {"data": sse.data}
-        if sse.event != "message":
-            event["event"] = sse.event
-        if sse.id:
-            event["id"] = sse.id
-        if sse.retry is not None:
-            event["retry"] = sse.retry
-        events.append(event)
-    return events
+    return list(sse_events(raw))
 
 
 def _events_from_strings(items: list[Any]) -> list[dict[str, Any]]:
