@@ -9,9 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from mock_server import coerce as c
-from mock_server.errors import param_error, validation_item
+from mock_server.errors import ApiError, ValidationFailure, param_error, validation_item
 
 INT64 = (-(2**63), 2**63 - 1)
+MSGPACK_INT = (-(2**63), 2**64 - 1)
+"""What msgspec's msgpack encoder can write: vLLM encodes the sampling params before queuing."""
 _SAMPLING_TYPES: tuple[tuple[str, Any], ...] = (
     ("spaces_between_special_tokens", c.to_bool),
     ("prompt_logprob_start", c.to_int),
@@ -88,11 +90,26 @@ def check_top_level_types(body: dict[str, Any], errors: c.Errors) -> None:
 
 def check_ranges(body: dict[str, Any], sp: dict[str, Any], parsed: dict[str, Any]) -> None:
     """SamplingParams' and the engine's value checks of the ignored fields (400s)."""
-    for key, value in (("seed", sp.get("seed")), ("priority", body.get("priority"))):
-        if isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
-            raise param_error(
-                f"{key} must fit in a signed 64-bit integer, got {value}.", key, value
-            )
+    priority = body.get("priority")
+    if isinstance(priority, int) and not INT64[0] <= priority <= INT64[1]:
+        low = priority < INT64[0]
+        bound = INT64[0] if low else INT64[1]
+        word = "greater than or equal to" if low else "less than or equal to"
+        kind = "greater_than_equal" if low else "less_than_equal"
+        raise ValidationFailure(
+            [
+                validation_item(
+                    kind,
+                    "body.priority",
+                    f"Input should be {word} {bound}",
+                    str(priority),  # vLLM shows a big int's input as its text
+                    {"ge" if low else "le": bound},
+                )
+            ]
+        )
+    seed = sp.get("seed")
+    if isinstance(seed, int) and not MSGPACK_INT[0] <= seed <= MSGPACK_INT[1]:
+        raise ApiError(400, "can't serialize ints < -2**63 or > 2**64 - 1", "BadRequestError")
     interval = parsed.get("stream_interval")
     if interval is not None and interval < 1:
         msg = f"stream_interval must be at least 1, got {interval}."

@@ -224,7 +224,8 @@ BASE = {"token_ids": [1, 2], "sampling_params": {"max_tokens": 2}}
         ({"logprob_token_ids": [-1]}, "logprob_token_ids"),
         ({"extra_args": []}, "body.sampling_params.extra_args"),
         ({"temperature": 2.5}, "temperature must be in [0, 2]"),
-        ({"seed": 2**64}, "seed"),
+        ({"seed": 2**64}, "can't serialize ints < -2**63 or > 2**64 - 1"),
+        ({"seed": -(2**63) - 1}, "can't serialize ints"),
     ],
 )
 @pytest.mark.parametrize("stream", [False, True])
@@ -234,6 +235,22 @@ async def test_generate_rejects_invalid_ignored_fields(
     body = {**BASE, "stream": stream, "sampling_params": {"max_tokens": 2, **sampling}}
     async with asgi_client(SCALE_OUT) as c:
         assert_400(await c.post("/inference/v1/generate", json=body), needle)
+
+
+@pytest.mark.parametrize("seed", [2**63, 2**64 - 1, -(2**63)])
+async def test_generate_seed_takes_what_msgpack_encodes(seed: int) -> None:
+    """vLLM 0.32 answers 200 for these (live probe): msgpack writes unsigned 64-bit ints too."""
+    body = {**BASE, "sampling_params": {"max_tokens": 2, "seed": seed}}
+    async with asgi_client(SCALE_OUT) as c:
+        assert (await c.post("/inference/v1/generate", json=body)).status_code == 200
+
+
+async def test_generate_priority_is_a_signed_64_bit_field() -> None:
+    body = {**BASE, "priority": 2**63}
+    async with asgi_client(SCALE_OUT) as c:
+        r = await c.post("/inference/v1/generate", json=body)
+    assert_400(r, "Input should be less than or equal to 9223372036854775807")
+    assert r.json()["error"]["param"] == "body.priority"
 
 
 async def test_generate_logit_bias_lax_like_pydantic() -> None:
