@@ -1,8 +1,9 @@
 """`tito-conformance live`: start a real vLLM per profile, run the suite, gate on deviations.
 
-Exit 0 when every profile's failures are exactly its listed deviations, 1 otherwise, 2 on a
-usage error. Everything lands in --out: per profile the JSON report, the server log and the
-request/response transcripts; timings.json; gate.txt.
+Exit 0 when every profile's failures (and, with --fuzz, fuzz findings) are exactly its listed
+deviations, 1 otherwise, 2 on a usage error. Everything lands in --out: per profile the JSON
+report, the server log and the request/response transcripts (with --diff diff-<profile>.json,
+with --fuzz fuzz-<profile>.json/.txt); timings.json; gate.txt.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from .fuzzing import LIVE_MAX_EXAMPLES, LIVE_SEED
 from .profiles import BACKENDS, DEFAULT_GPU_MODEL, LIVE_PROFILES, Backend, profiles_for
 
 MOCK_KNOBS = ("--mock-itl-ms", "1")
@@ -48,6 +50,19 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also diff the mock (same flags) against the real server, per profile",
     )
+    p.add_argument(
+        "--fuzz",
+        action="store_true",
+        help="also fuzz each profile's server (schemathesis, out-of-vocabulary group last) and "
+        "gate its findings on the known deviations",
+    )
+    p.add_argument(
+        "--fuzz-examples",
+        type=int,
+        default=LIVE_MAX_EXAMPLES,
+        help="fuzz cases per operation and mode (default %(default)s)",
+    )
+    p.add_argument("--fuzz-seed", type=int, default=LIVE_SEED)
     p.add_argument("--deviations", type=Path, help="known deviations YAML (default: built in)")
     p.add_argument("--out", type=Path, default=Path("live-results"), help="artifact directory")
     p.add_argument(

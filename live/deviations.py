@@ -2,11 +2,13 @@
 
 The live run passes when the set of failing requirements equals the listed set for the server's
 version and profile: an unlisted failure is a regression (or a new vLLM bug to list), a listed
-deviation that passes is stale and must be removed.
+deviation that passes is stale and must be removed. Entries with a `fuzz:` part describe what
+the fuzzer finds instead (`fuzz_gate` judges them); the suite's gate ignores them.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,12 +21,42 @@ KINDS = ("vllm-bug", "document-disagreement")
 
 
 @dataclass(frozen=True)
+class Reproducer:
+    """One request that shows the deviation, and the answer that means it is still there."""
+
+    method: str
+    path: str
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes | None = None
+    answers_status: int | None = None
+    answers_keys: tuple[str, ...] = ()  # top-level JSON keys the deviant answer has
+
+
+@dataclass(frozen=True)
+class FuzzMatch:
+    """Which fuzz findings an entry covers: (operation, group, check), each empty for any."""
+
+    operations: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    checks: tuple[str, ...] = ()
+    reproducer: Reproducer | None = None
+
+    def covers(self, operation: str, group: str, check: str) -> bool:
+        return (
+            (not self.operations or operation in self.operations)
+            and (not self.groups or group in self.groups)
+            and (not self.checks or check in self.checks)
+        )
+
+
+@dataclass(frozen=True)
 class Deviation:
     id: str
     kind: str
     symptom: str
     evidence: str
     profiles: tuple[str, ...] = ()
+    fuzz: FuzzMatch | None = None
 
     def applies(self, profile: str | None) -> bool:
         return not self.profiles or profile in self.profiles
@@ -64,10 +96,45 @@ def load(path: Path = DEFAULT_FILE) -> dict[str, list[Deviation]]:
                     str(entry.get("symptom", "")).strip(),
                     str(entry.get("evidence", "")).strip(),
                     tuple(entry.get("profiles") or ()),
+                    _fuzz_match(entry.get("fuzz"), f"{path}: {version} {entry.get('id')}"),
                 )
             )
         out[str(version)] = items
     return out
+
+
+def _fuzz_match(raw: object, where: str) -> FuzzMatch | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where}: fuzz must be a mapping")
+    rep = raw.get("reproducer")
+    reproducer = None
+    if rep is not None:
+        body = rep.get("body")
+        if "body_hex" in rep:
+            data: bytes | None = bytes.fromhex(str(rep["body_hex"]))
+        elif body is None:
+            data = None
+        else:
+            data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        answers = rep.get("answers") or {}
+        if not answers:
+            raise ValueError(f"{where}: a reproducer needs `answers` (the deviant answer)")
+        reproducer = Reproducer(
+            str(rep.get("method", "POST")),
+            str(rep["path"]),
+            tuple((str(k), str(v)) for k, v in (rep.get("headers") or {}).items()),
+            data,
+            answers.get("status"),
+            tuple(answers.get("keys") or ()),
+        )
+    return FuzzMatch(
+        tuple(raw.get("operations") or ()),
+        tuple(raw.get("groups") or ()),
+        tuple(raw.get("checks") or ()),
+        reproducer,
+    )
 
 
 def for_version(table: dict[str, list[Deviation]], version: str | None) -> list[Deviation]:
@@ -81,7 +148,7 @@ def for_version(table: dict[str, list[Deviation]], version: str | None) -> list[
 def judge(report: Report, listed: list[Deviation]) -> Verdict:
     profile = report.server.profile
     verdict = Verdict(profile, report.server.version, harness_error=report.harness_error)
-    wanted = {d.id for d in listed if d.applies(profile)}
+    wanted = {d.id for d in listed if d.applies(profile) and d.fuzz is None}
     for result in report.requirements:
         rid = result.requirement.id
         failed = result.status in (Status.FAIL, Status.ERROR)

@@ -1,9 +1,11 @@
-"""The live run: one server at a time, per profile start -> suite -> stop, then the gate."""
+"""The live run: one server at a time, per profile start -> suite [-> diff] [-> fuzz] -> stop,
+then the gate."""
 
 from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.reporting import json_report, terminal
@@ -11,16 +13,22 @@ from conformance.results import Report
 from conformance.runner import report_from
 from conformance.session import SuiteConfig
 
-from . import deviations
+from . import deviations, fuzz_gate
 from .fidelity import DiffResult, diff_against_mock
+from .fuzzing import FuzzBudget, fuzz_server, vocab_size
 from .launcher import LiveServer, ServerStartError, free_port, install_signal_handlers
 from .profiles import Backend, LiveProfile
 from .suite import LiveRun, run_suite, write_transcripts
 
 
 def run_profile(
-    backend: Backend, profile: LiveProfile, args: argparse.Namespace, diffs: list[DiffResult]
+    backend: Backend,
+    profile: LiveProfile,
+    args: argparse.Namespace,
+    diffs: list[DiffResult],
+    fuzzing: Fuzzing | None = None,
 ) -> LiveRun:
+    """Suite, then (optionally) the mock diff and the fuzzer, on one server start."""
     out: Path = args.out
     port = free_port()
     server = LiveServer(
@@ -51,6 +59,12 @@ def run_profile(
                 t1 = time.monotonic()
                 diffs.append(diff_against_mock(server, profile, out))
                 run.timings["diff_s"] = round(time.monotonic() - t1, 2)
+            if fuzzing is not None:
+                if not server.alive:
+                    server.restart()
+                t1 = time.monotonic()
+                fuzzing.verdicts.append(fuzzing.run(server, profile, run.report.server.version))
+                run.timings["fuzz_s"] = round(time.monotonic() - t1, 2)
     except ServerStartError as exc:
         report: Report = report_from(config, None, [])
         report.harness_error = f"server did not start: {exc}"
@@ -65,6 +79,23 @@ def run_profile(
         "restarts": server.restarts,
     }
     return run
+
+
+@dataclass
+class Fuzzing:
+    """The fuzz step of every profile: budget, deviations table, artifacts, verdicts."""
+
+    table: dict[str, list[deviations.Deviation]]
+    out: Path
+    budget: FuzzBudget
+    vocab: int | None
+    verdicts: list[fuzz_gate.FuzzVerdict] = field(default_factory=list)
+
+    def run(
+        self, server: LiveServer, profile: LiveProfile, version: str | None
+    ) -> fuzz_gate.FuzzVerdict:
+        listed = deviations.for_version(self.table, version)
+        return fuzz_server(server, profile, listed, version, self.out, self.budget, self.vocab)
 
 
 def run_all(backend: Backend, profiles: list[LiveProfile], args: argparse.Namespace) -> int:
@@ -82,9 +113,13 @@ def run_all(backend: Backend, profiles: list[LiveProfile], args: argparse.Namesp
     verdicts: list[deviations.Verdict] = []
     timings: dict[str, object] = {}
     diffs: list[DiffResult] = []
+    fuzzing = None
+    if args.fuzz:
+        budget = FuzzBudget(args.fuzz_examples, args.fuzz_seed, args.timeout)
+        fuzzing = Fuzzing(table, out, budget, vocab_size(backend.model))
     for profile in profiles:
         print(f"== live [{backend.kind}] profile {profile.name}", flush=True)
-        run = run_profile(backend, profile, args, diffs)
+        run = run_profile(backend, profile, args, diffs, fuzzing)
         timings[profile.name] = run.timings
         json_report.write([run.report], out / f"report-{profile.name}.json")
         write_transcripts(run, out / f"transcripts-{profile.name}.jsonl")
@@ -103,6 +138,8 @@ def run_all(backend: Backend, profiles: list[LiveProfile], args: argparse.Namesp
         verdicts.append(deviations.judge(run.report, listed))
         print(f"   {profile.name}: {timings[profile.name]}", flush=True)
     gate = deviations.render(verdicts)
+    if fuzzing is not None:
+        gate += "\n" + fuzz_gate.render(fuzzing.verdicts)
     for d in diffs:
         gate += f"\nfidelity diff [{d.profile}] mock vs real: {d.status} ({d.output_path.name})"
     print(gate)
@@ -110,4 +147,5 @@ def run_all(backend: Backend, profiles: list[LiveProfile], args: argparse.Namesp
     timings["total_s"] = round(time.monotonic() - t0, 2)
     write_json(out / "timings.json", timings)
     print(f"live run: {timings['total_s']} s; artifacts in {out}")
-    return 0 if all(v.ok for v in verdicts) and all(d.ok for d in diffs) else 1
+    fuzzed_ok = fuzzing is None or all(v.ok for v in fuzzing.verdicts)
+    return 0 if all(v.ok for v in verdicts) and all(d.ok for d in diffs) and fuzzed_ok else 1

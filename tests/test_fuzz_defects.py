@@ -30,7 +30,7 @@ FOUND_BY: dict[str, tuple[str, str, set[str]]] = {
     "oov-token-500": (
         "tokens-only",
         "out-of-vocabulary",
-        {"_oov_rejected", "not_a_server_error", "server_survives"},
+        {"oov_rejected", "not_a_server_error", "server_survives"},
     ),
 }
 # Not listed: `wrong-content-type-accepted`. Only schemathesis's random media-type mutation

@@ -40,7 +40,7 @@ def fuzz_oov(fz: Fuzzer) -> None:
             case,
             response,
             index,
-            checks=[*builtin_checks()[:4], *OUR_CHECKS, _oov_rejected],
+            checks=[*builtin_checks()[:4], *OUR_CHECKS, oov_rejected],
         )
         if response.status_code >= 500 and not fz.alive():
             curl = case.as_curl_command(headers=fz.headers, base_url=fz._base())
@@ -61,7 +61,7 @@ def fuzz_oov(fz: Fuzzer) -> None:
     fz.run_group(op_id, "out-of-vocabulary", strategy, min(fz.config.max_examples, 30), on_case)
 
 
-def _oov_rejected(ctx: Any, response: Any, case: Any) -> None:
+def oov_rejected(ctx: Any, response: Any, case: Any) -> None:
     """ERR-007: "an out-of-vocabulary token id is a 400" (streamed: 200 and one error event,
     the way every engine-side rejection of a stream arrives)."""
     if response.status_code == 200 and wants_stream(case):
