@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from .settings import ServerFacts
 
-GROUPS = ("positive", "negative", "out-of-vocabulary", "stateful")
+GROUPS = ("positive", "negative", "wrong-media-type", "out-of-vocabulary", "stateful")
 
 _OP_REQ = {
     "generate": "GEN-001",
@@ -68,6 +68,8 @@ def requirements_for(
     """The catalogue IDs a failure files under (the suite's report groups by them)."""
     if group == "out-of-vocabulary":
         return ("ERR-007",)
+    if group == "wrong-media-type" and facts.profile != "disabled":
+        return ("ERR-006",) if check != "error_body_shape" else ("ERR-002",)
     if (
         facts.profile == "disabled"
         and op_id in _OP_REQ

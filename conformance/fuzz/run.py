@@ -14,6 +14,8 @@ from ..results import CheckResult, Report, ServerInfo, Status, decide
 from .engine import Fuzzer
 from .expectations import operations
 from .findings import Finding, GroupStats
+from .media import GROUP as MEDIA_GROUP
+from .media import fuzz_media
 from .oov import fuzz_oov
 from .settings import FuzzConfig, ServerFacts
 from .stateful import run_sequences
@@ -91,6 +93,8 @@ def fuzz(config: FuzzConfig) -> FuzzResult:
             for mode in modes:
                 if not fz.server_gone:
                     fz.fuzz_operation(op_id, mode)
+        if config.negative and not fz.server_gone:
+            fuzz_media(fz, wanted)
         if config.stateful and not fz.server_gone:
             run_sequences(fz, max(5, config.max_examples // 10))
         if (
@@ -153,6 +157,8 @@ def _covered(result: FuzzResult) -> set[str]:
         covered |= {"GEN-001", "GEN-REQ-012", "GEN-RESP-004", "STREAM-001", "STREAM-002"}
     if any(s.group == "out-of-vocabulary" and s.cases for s in result.stats):
         covered.add("ERR-007")
+    if any(s.group == MEDIA_GROUP and s.cases for s in result.stats):
+        covered.add("ERR-006")
     if result.facts.profile == "disabled" and ran:
         covered |= {"DISABLED-001", "DISABLED-003"}
     for sequence, ids in SEQUENCE_COVERS.items():

@@ -1,0 +1,79 @@
+"""The labelled wrong-media-type group: every served JSON operation's own example body, sent
+as `text/plain`. ERR-006: "A Content-Type other than
+application/json is a 400."
+
+Deterministic on purpose: schemathesis mutates the media type only now and then, so a server
+that ignores the Content-Type was found by luck. The body is the spec's example for the
+operation (made acceptable like a positive case), so the only thing wrong is the media type:
+a server that ignores it answers 200, not a 400 for some other reason.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import openapi
+
+from .checks import error_body_shape
+from .engine import Fuzzer
+from .expectations import operations
+from .findings import GroupStats
+
+GROUP = "wrong-media-type"
+READS_ANY_MEDIA_TYPE = frozenset({"abortRequests", "abortRequestsLegacy"})
+"""vLLM 0.32's abort handlers read the body themselves, without its JSON media-type check: a
+text/plain abort is a 200 there (live probe), and ERR-006 comes from vLLM, not the document."""
+
+
+def example_body(op: dict[str, Any]) -> Any:
+    """The first example of the operation's JSON request schema (None: no body or example)."""
+    content = (op.get("requestBody") or {}).get("content") or {}
+    schema = (content.get("application/json") or {}).get("schema") or {}
+    ref = schema.get("$ref", "")
+    if not ref.startswith("#/components/schemas/"):
+        return None
+    component = openapi.load_spec()["components"]["schemas"][ref.rsplit("/", 1)[1]]
+    examples = component.get("examples") or []
+    return json.loads(json.dumps(examples[0])) if examples else None
+
+
+def fuzz_media(fz: Fuzzer, wanted: tuple[str, ...]) -> None:
+    for op_id, (method, path, spec_op) in operations().items():
+        if op_id not in wanted or op_id in READS_ANY_MEDIA_TYPE or fz.server_gone:
+            continue
+        if fz.served(op_id) != "served":
+            continue
+        body = example_body(spec_op)
+        if body is None:
+            continue
+        op = fz.schema[path][method]
+        stats = GroupStats(op_id, GROUP)
+        fz.stats.append(stats)
+        started = time.monotonic()
+        case = fz.prepare(op_id, op.Case(body=body, media_type="application/json"), True)
+        case.body = json.dumps(case.body)
+        case.media_type = "text/plain"
+        stats.cases += 1
+        try:
+            response = fz.call(case)
+        except Exception as exc:  # a timeout, a refused or reset connection
+            fz.transport_error(op_id, GROUP, case, exc, stats.cases)
+            if not fz.alive():
+                fz.server_gone = f"the server stopped answering during {op_id} ({GROUP})"
+            continue
+        finally:
+            stats.duration_s = round(time.monotonic() - started, 3)
+        stats.statuses[response.status_code] = 1
+        fz.judge(op_id, GROUP, case, response, 1, checks=[media_type_rejected, error_body_shape])
+
+
+def media_type_rejected(ctx: Any, response: Any, case: Any) -> None:
+    """ERR-006: the example body, under a media type other than application/json, is a 400."""
+    if response.status_code != 400:
+        raise AssertionError(
+            f"a valid JSON body sent as {case.media_type!r} answered {response.status_code}, "
+            "not 400 "
+            '("A Content-Type other than application/json is a 400.")'
+        )
