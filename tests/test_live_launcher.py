@@ -1,4 +1,7 @@
-"""The live launcher, exercised with `python -m mock_server` in place of vLLM (same flags)."""
+"""The live launcher, exercised with `python -m mock_server` in place of vLLM (same flags).
+
+Also its base, `conformance.server_process.ServerProcess`, with small stand-in servers.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from conformance import server_process
+from conformance.server_process import ServerProcess
 from live import procgroup
 from live.launcher import LiveServer, ServerStartError, free_port
 from live.profiles import Backend, live_profile
@@ -143,3 +148,72 @@ def test_renice_sets_every_thread_of_matching_processes(tmp_path: Path) -> None:
 def test_process_name_reads_the_title(started: LiveServer) -> None:
     assert "python" in procgroup.process_name(started.pid)
     assert procgroup.members(started.pid) == [started.pid]
+
+
+STAND_IN = """
+import http.server, subprocess, sys
+port, status, child = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "child"
+if child:  # a worker that ignores SIGTERM, as a stand-in for vLLM's EngineCore
+    subprocess.Popen([sys.executable, "-c", "import signal, time;"
+                      "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)"])
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(status); self.end_headers()
+    def log_message(self, *args):
+        pass
+print("serving", flush=True)
+http.server.HTTPServer(("127.0.0.1", port), Health).serve_forever()
+"""
+
+
+def stand_in(status: int = 200, child: bool = False) -> tuple[list[str], int]:
+    port = free_port()
+    return [sys.executable, "-c", STAND_IN, str(port), str(status), str(child and "child")], port
+
+
+def test_server_process_stops_workers_that_outlive_the_leader_and_drops_its_temp_log() -> None:
+    argv, port = stand_in(child=True)
+    server = ServerProcess(argv, port, stop_grace_s=0.5).start()
+    sid, log = server.pid, server.log_path
+    assert log is not None and "serving" in server.log_tail()
+    ends = time.monotonic() + 10
+    while len(procgroup.members(sid)) < 2 and time.monotonic() < ends:
+        time.sleep(0.05)
+    os.kill(sid, 9)  # the leader dies, its worker stays
+    ends = time.monotonic() + 10
+    while server.alive and time.monotonic() < ends:
+        time.sleep(0.05)
+    assert len(procgroup.members(sid)) == 1
+    assert server.stop() == [] and procgroup.members(sid) == []
+    assert not log.exists() and server.log_path is None, "a temporary log goes with the server"
+
+
+def test_without_proc_the_process_group_is_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code = "import subprocess, sys, time; subprocess.Popen(['sleep', '60']); time.sleep(60)"
+    leader = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    sid = leader.pid
+    ends = time.monotonic() + 10
+    while len(procgroup.members(sid)) < 2 and time.monotonic() < ends:
+        time.sleep(0.05)
+    with monkeypatch.context() as m:
+        m.setattr(server_process, "PROC", tmp_path / "no-proc")
+        assert server_process.session_members(sid) == [sid]
+        assert server_process.stop_session(sid, grace_s=2.0, leader=leader) == []
+    assert leader.returncode is not None
+    ends = time.monotonic() + 5
+    while procgroup.members(sid) and time.monotonic() < ends:  # the orphan is reaped by init
+        time.sleep(0.05)
+    assert procgroup.members(sid) == []
+
+
+def test_a_guarded_health_is_up_for_the_suite_but_not_for_a_live_server(tmp_path: Path) -> None:
+    """The suite reports a 401 on /health as a finding; a live run needs a server that answers."""
+    argv, port = stand_in(status=401)
+    with ServerProcess(argv, port) as server:
+        assert server.healthy()
+    live = LiveServer(argv, port, start_deadline_s=1.0, warmup=False, log_path=tmp_path / "l.log")
+    with pytest.raises(ServerStartError, match="not healthy within 1 s"):
+        live.start()
+    assert not live.alive
