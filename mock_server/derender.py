@@ -1,14 +1,14 @@
 """Derender (GenerateResponse -> OpenAI response), batch and streaming form.
 
-The body is checked against the spec's request schema first (vLLM validates it with pydantic:
-a wrongly typed nested field is a 400, never a 500 or an echoed bad value), so the code below
-only ever reads well-typed values. It decodes with generate's tokenizer, so it turns back
-exactly what generate produced.
+`derender_input` has checked the body as vLLM does, so the code below only ever reads
+well-typed values; the defaults vLLM's input models fill in (a random request id,
+finish_reason "stop", no usage) are filled in here. Answers are shaped as vLLM 0.32 dumps them
+(usage computed from `prompt_tokens`, `metrics` and `kv_transfer_params` echoed). It decodes
+with generate's tokenizer, so it turns back exactly what generate produced.
 """
 
 from __future__ import annotations
 
-import copy
 import time
 from typing import Any
 
@@ -16,90 +16,102 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from mock_server import coerce as c
-from mock_server.errors import ValidationFailure, bad_request, validation_item
+from mock_server.derender_input import (
+    check_bounds,
+    check_model,
+    check_prompt_ids,
+    stream_state,
+    validate,
+    with_request_id,
+)
+from mock_server.errors import bad_request
 from mock_server.render import NO_TOKENIZER, guard, read_object
-from mock_server.schema_check import schema_errors
 from mock_server.state import AppState
 from mock_server.tokenizer import Tokenizer
 
-_SCHEMAS = {"completions": "DerenderCompletionRequest", "chat": "DerenderChatRequest"}
+NEGATIVE_ID = "number too small to fit in target type"
+"""What vLLM's tokenizer answers for a negative logprobs token id."""
+_METRICS = ("time_to_first_token_ms", "generation_time_ms", "queue_time_ms", "mean_itl_ms")
+_SPEC_FLOATS = ("mean_acceptance_length", "draft_acceptance_rate")
+_SPEC_INTS = ("acceptance_histogram", "num_spec_steps", "num_accepted_draft_tokens")
+_SPEC_REST = ("num_draft_tokens", "num_spec_tokens", "per_step_accepted", "per_step_drafted")
 
 
-def integral(value: Any, key: str | None = None) -> Any:
-    """7.0 -> 7 outside logprob values: JSON Schema and pydantic's lax mode count it an int."""
-    if isinstance(value, float) and value.is_integer() and key != "logprob":
-        return int(value)
-    if isinstance(value, list):
-        return [integral(v, key) for v in value]
-    if isinstance(value, dict):
-        return {k: integral(v, k) for k, v in value.items()}
-    return value
+def _floats(raw: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {k: None if raw.get(k) is None else float(raw[k]) for k in keys}
 
 
-def _as_tokens(resp: Any) -> Any:
-    """derender-accepts-text: a text response validated as if it were a tokens one."""
-    if not isinstance(resp, dict) or resp.get("output_mode") != "text":
-        return resp
-    out = {**resp, "output_mode": "tokens"}
-    if isinstance(resp.get("choices"), list):
-        out["choices"] = [
-            {k: v for k, v in ch.items() if k not in ("text", "logprobs")} | {"logprobs": None}
-            if isinstance(ch, dict)
-            else ch
-            for ch in resp["choices"]
-        ]
-    return out
-
-
-def validate(body: dict[str, Any], kind: str, accept_text: bool) -> dict[str, Any]:
-    """The body, checked against its form (streaming or not) of the spec's request schema."""
-    streamed = body.get("stream") is True
-    if kind == "completions" and not streamed and body.get("generate_responses") == []:
-        raise bad_request("generate_responses must not be empty")
-    checked = body
-    if accept_text:
-        checked = copy.copy(body)
-        for key in ("generate_response", "generate_chunk"):
-            if key in checked:
-                checked[key] = _as_tokens(checked[key])
-        if isinstance(checked.get("generate_responses"), list):
-            checked["generate_responses"] = [_as_tokens(r) for r in checked["generate_responses"]]
-    branch = 1 if streamed else 0
-    errors = schema_errors(f"#/components/schemas/{_SCHEMAS[kind]}/oneOf/{branch}", checked, "body")
-    if errors:
-        raise ValidationFailure(errors)
-    return dict(integral(body))
-
-
-def stream_state(raw: Any) -> tuple[bytes, int, bool]:
-    """The state this mock returned last time (pending UTF-8 bytes, text offset, role sent)."""
+def echo_metrics(raw: Any) -> Any:
+    """PerRequestMetrics as vLLM dumps it: every field, then the unknown keys."""
     if raw is None:
-        return b"", 0, False
-    errors: c.Errors = []
-    loc = "body.stream_state"
-    pending = c.field(raw, "pending_bytes", c.to_int_list, loc, errors, [])
-    offset = c.field(raw, "logprob_text_offset", c.to_int, loc, errors, 0)
-    role_sent = c.field(raw, "role_sent", c.to_bool, loc, errors, False)
-    if not errors and any(not 0 <= b <= 255 for b in pending):
-        msg = "Input should be less than or equal to 255"
-        errors.append(validation_item("less_than_equal", f"{loc}.pending_bytes", msg, pending))
-    if not errors and offset < 0:
-        msg = "Input should be greater than or equal to 0"
-        item = validation_item("greater_than_equal", f"{loc}.logprob_text_offset", msg, offset)
-        errors.append(item)
-    if errors:
-        raise ValidationFailure(errors)
-    return bytes(pending), offset, role_sent
+        return None
+    out = _floats(raw, (*_METRICS, "tokens_per_second"))
+    spec = raw.get("speculative_decoding")
+    if spec is not None:
+        spec = _floats(spec, _SPEC_FLOATS) | {k: spec.get(k) for k in (*_SPEC_INTS, *_SPEC_REST)}
+        spec |= {k: v for k, v in raw["speculative_decoding"].items() if k not in spec}
+    out["speculative_decoding"] = spec
+    return out | {k: v for k, v in raw.items() if k not in out}
+
+
+def echo_prompt_logprobs(raw: Any) -> Any:
+    """`list[dict[int, Logprob] | None]` as vLLM dumps it (keys as canonical ints)."""
+    if raw is None:
+        return None
+    return [
+        None
+        if pos is None
+        else {
+            str(int(k)): {
+                "logprob": float(v["logprob"]),
+                "rank": v.get("rank"),
+                "decoded_token": v.get("decoded_token"),
+            }
+            for k, v in pos.items()
+        }
+        for pos in raw
+    ]
+
+
+def _usage(prompt: int, completion: int) -> dict[str, Any]:
+    return {
+        "prompt_tokens": prompt,
+        "total_tokens": prompt + completion,
+        "completion_tokens": completion,
+        "prompt_tokens_details": None,
+        "completion_tokens_details": None,
+    }
 
 
 def _decode_text(tok: Tokenizer, ids: list[int]) -> str:
     return tok.decode([t for t in ids if 0 <= t < tok.vocab_size])
 
 
-def _completion_logprobs(tok: Tokenizer, choice: dict[str, Any], offset: int) -> tuple[Any, int]:
-    content = (choice.get("logprobs") or {}).get("content")
-    if not content:
+def chat_logprobs(tok: Tokenizer, raw: Any, failure: str = NEGATIVE_ID) -> Any:
+    """Integer-id logprobs resolved to the OpenAI chat shape (token text and its bytes)."""
+    if raw is None:
+        return None
+    content = raw.get("content")
+    if content is None:
+        return {"content": None}
+
+    def one(entry: dict[str, Any]) -> dict[str, Any]:
+        if entry["token_id"] < 0:
+            raise bad_request(failure)
+        text = tok.token_text(entry["token_id"] % tok.vocab_size)
+        return {"token": text, "logprob": float(entry["logprob"]), "bytes": list(text.encode())}
+
+    return {
+        "content": [
+            one(e) | {"top_logprobs": [one(t) for t in e.get("top_logprobs", [])]} for e in content
+        ]
+    }
+
+
+def completion_logprobs(tok: Tokenizer, raw: Any, offset: int) -> tuple[Any, int]:
+    """The chat shape turned into the completions one (parallel lists), offsets from `offset`."""
+    resolved = chat_logprobs(tok, raw)
+    if resolved is None:
         return None, offset
     out: dict[str, list[Any]] = {
         "text_offset": [],
@@ -107,18 +119,13 @@ def _completion_logprobs(tok: Tokenizer, choice: dict[str, Any], offset: int) ->
         "tokens": [],
         "top_logprobs": [],
     }
-    for entry in content:
-        text = tok.token_text(int(entry.get("token_id", 0)) % tok.vocab_size)
+    for entry in resolved["content"] or []:
         out["text_offset"].append(offset)
-        out["token_logprobs"].append(entry.get("logprob"))
-        out["tokens"].append(text)
-        out["top_logprobs"].append(
-            {
-                tok.token_text(int(t.get("token_id", 0)) % tok.vocab_size): t.get("logprob")
-                for t in entry.get("top_logprobs") or []
-            }
-        )
-        offset += len(text)
+        out["token_logprobs"].append(entry["logprob"])
+        out["tokens"].append(entry["token"])
+        top = {t["token"]: t["logprob"] for t in entry["top_logprobs"]}
+        out["top_logprobs"].append(top or None)
+        offset += len(entry["token"])
     return out, offset
 
 
@@ -126,31 +133,41 @@ def derender_routes(state: AppState) -> list[Route]:
     cfg, tok = state.config, state.engine.tokenizer
     accept_text = cfg.has_defect("derender-accepts-text")
 
-    async def read(request: Request, kind: str) -> dict[str, Any]:
-        body = validate(await read_object(state, request), kind, accept_text)
+    def need_tokenizer() -> None:
         if not cfg.has_tokenizer:
             raise bad_request(NO_TOKENIZER)
+
+    async def read(request: Request, kind: str) -> dict[str, Any]:
+        body = validate(await read_object(state, request), kind, accept_text)
+        check_model(cfg, body.get("model"))
         return body
 
     async def derender_completions(request: Request) -> Response:
         body = await read(request, "completions")
         if body.get("stream") is True:
             return _stream(body, "text_completion")
-        responses = body["generate_responses"]
+        if not body["generate_responses"]:
+            raise bad_request("generate_responses must not be empty")
+        responses = [with_request_id(r) for r in body["generate_responses"]]
+        check_bounds(cfg, responses)
+        check_prompt_ids(cfg, body.get("prompt_token_ids") or [])
+        need_tokenizer()
         choices: list[dict[str, Any]] = []
-        prompt_total, completion_total = 0, 0
+        completion_total = 0
         for resp in responses:
-            prompt_total += int(resp["usage"].get("prompt_tokens") or 0)
             for choice in resp["choices"]:
-                ids = choice["token_ids"]
+                ids = choice.get("token_ids")
+                if not ids:
+                    where = f"choice {choice['index']} in response {resp['request_id']}"
+                    raise bad_request(f"{where} has empty or null token_ids")
                 completion_total += len(ids)
-                logprobs, _ = _completion_logprobs(tok, choice, 0)
+                logprobs, _ = completion_logprobs(tok, choice.get("logprobs"), 0)
                 choices.append(
                     {
                         "index": len(choices),
                         "text": _decode_text(tok, ids),
                         "logprobs": logprobs,
-                        "finish_reason": choice.get("finish_reason"),
+                        "finish_reason": choice.get("finish_reason", "stop"),
                         "stop_reason": choice.get("stop_reason"),
                         "token_ids": None,
                         "prompt_logprobs": None,
@@ -159,25 +176,23 @@ def derender_routes(state: AppState) -> list[Route]:
                     }
                 )
         first = responses[0]
+        kv = first.get("kv_transfer_params")
+        if any(r.get("kv_transfer_params") != kv for r in responses[1:]):
+            kv = None
+        prompt_total = sum(body.get("prompt_tokens") or [])
         return JSONResponse(
             {
-                "id": first.get("request_id"),
+                "id": first["request_id"],
                 "object": "text_completion",
                 "created": int(time.time()),
-                "model": first.get("model") or cfg.model_name,
+                "model": body.get("model") or cfg.model_name,
                 "choices": choices,
                 "service_tier": None,
                 "system_fingerprint": None,
-                "usage": {
-                    "prompt_tokens": prompt_total,
-                    "total_tokens": prompt_total + completion_total,
-                    "completion_tokens": completion_total,
-                    "prompt_tokens_details": None,
-                    "completion_tokens_details": None,
-                },
-                "kv_transfer_params": None,
+                "usage": _usage(prompt_total, completion_total),
+                "kv_transfer_params": kv,
                 "ec_transfer_params": None,
-                "metrics": None,
+                "metrics": echo_metrics(first.get("metrics")) if len(responses) == 1 else None,
             }
         )
 
@@ -185,95 +200,128 @@ def derender_routes(state: AppState) -> list[Route]:
         body = await read(request, "chat")
         if body.get("stream") is True:
             return _stream(body, "chat.completion.chunk")
-        resp = body["generate_response"]
+        resp = with_request_id(body["generate_response"])
+        check_bounds(cfg, [resp])
+        check_prompt_ids(cfg, [body.get("prompt_token_ids")])
+        need_tokenizer()
+        echo_ids = bool((body.get("chat_request") or {}).get("return_token_ids"))
         choices: list[dict[str, Any]] = []
         for choice in resp["choices"]:
+            ids = choice.get("token_ids")
+            if not ids:
+                raise bad_request(f"choice {choice['index']} has empty or null token_ids")
             choices.append(
                 {
                     "index": choice["index"],
                     "message": {
                         "role": "assistant",
-                        "content": _decode_text(tok, choice["token_ids"]),
+                        "content": _decode_text(tok, ids),
                         "refusal": None,
                         "annotations": None,
                         "audio": None,
                         "function_call": None,
                         "reasoning": None,
                     },
-                    "logprobs": None,
-                    "finish_reason": choice.get("finish_reason"),
+                    "logprobs": chat_logprobs(tok, choice.get("logprobs")),
+                    "finish_reason": choice.get("finish_reason", "stop"),
                     "stop_reason": choice.get("stop_reason"),
-                    "token_ids": None,
+                    "token_ids": ids if echo_ids else None,
                     "routed_experts": None,
                 }
             )
+        completion = sum(len(ch.get("token_ids") or []) for ch in resp["choices"])
         return JSONResponse(
             {
-                "id": resp.get("request_id"),
+                "id": resp["request_id"],
                 "object": "chat.completion",
                 "created": int(time.time()),
-                "model": resp.get("model") or cfg.model_name,
+                "model": body.get("model") or cfg.model_name,
                 "choices": choices,
                 "service_tier": None,
                 "system_fingerprint": None,
-                "usage": resp.get("usage") or None,
-                "prompt_logprobs": None,
+                "usage": _usage(body.get("prompt_tokens") or 0, completion),
+                "prompt_logprobs": echo_prompt_logprobs(resp.get("prompt_logprobs")),
                 "prompt_token_ids": None,
                 "prompt_text": None,
-                "kv_transfer_params": None,
+                "kv_transfer_params": resp.get("kv_transfer_params"),
                 "ec_transfer_params": None,
-                "metrics": None,
+                "metrics": echo_metrics(resp.get("metrics")),
             }
         )
 
     def _stream(body: dict[str, Any], obj: str) -> Response:
-        chunk = body["generate_chunk"]
+        chat = obj != "text_completion"
+        chunk = with_request_id(body["generate_chunk"])
+        count = len(chunk["choices"])
+        if chat and count > 1:
+            msg = "derender_chat_stream expects at most one choice per chunk"
+            raise bad_request(f"{msg} (got {count}).")
+        prompt_ids = body.get("prompt_token_ids")
+        if chat:
+            prior = len((body.get("stream_state") or {}).get("output_token_ids", []))
+            delta = sum(len(ch.get("token_ids") or []) for ch in chunk["choices"])
+            if len(prompt_ids or []) + prior + delta > cfg.max_model_len:
+                raise bad_request(
+                    f"prompt_token_ids length ({len(prompt_ids or [])}) plus output_token_ids "
+                    f"length ({prior}) plus delta ({delta}) exceeds max_model_len "
+                    f"({cfg.max_model_len})."
+                )
+        else:
+            check_prompt_ids(cfg, [prompt_ids])
+            if count > 1:
+                raise bad_request("derender_completion_stream expects at most one choice per chunk")
+        need_tokenizer()
         pending, offset, role_sent = stream_state(body.get("stream_state"))
+        echo_ids = bool((body.get("chat_request") or {}).get("return_token_ids"))
         choices: list[dict[str, Any]] = []
         for choice in chunk["choices"]:
-            ids = [t for t in choice["token_ids"] if 0 <= t < tok.vocab_size]
+            ids = [t for t in choice.get("token_ids") or [] if 0 <= t < tok.vocab_size]
             data = pending + b"".join(tok.piece(t) for t in ids if not tok.is_special(t))
-            final = choice.get("finish_reason") is not None
-            text, pending = _split_utf8(data, final)
-            logprobs, offset = _completion_logprobs(tok, choice, offset)
+            text, pending = _split_utf8(data, choice.get("finish_reason") is not None)
             base: dict[str, Any] = {"index": choice["index"]}
-            if obj == "text_completion":
-                base.update({"text": text, "logprobs": logprobs})
+            if chat:
+                delta_msg = {"role": None if role_sent else "assistant", "content": text or None}
+                role_sent = True
+                failure = "invalid stream_state: derender failed"
+                logprobs = chat_logprobs(tok, choice.get("logprobs"), failure)
+                base.update({"delta": delta_msg | {"reasoning": None}, "logprobs": logprobs})
             else:
-                delta: dict[str, Any] = {"content": text}
-                if not role_sent:
-                    delta = {"role": "assistant", **delta}
-                    role_sent = True
-                base.update({"delta": delta, "logprobs": None})
+                logprobs, _ = completion_logprobs(tok, choice.get("logprobs"), offset)
+                base.update({"text": text, "logprobs": logprobs})
+                offset += len(text)
             base.update(
                 {
                     "finish_reason": choice.get("finish_reason"),
                     "stop_reason": choice.get("stop_reason"),
-                    "prompt_token_ids": None,
-                    "token_ids": None,
                 }
             )
+            if not chat:
+                base["prompt_token_ids"] = None
+            base["token_ids"] = choice.get("token_ids") if echo_ids else None
             choices.append(base)
+        usage = chunk.get("usage")
+        if usage is not None:
+            given = body.get("prompt_tokens")
+            prompt = given if given is not None else usage.get("prompt_tokens", 0)
+            usage = _usage(prompt, usage.get("completion_tokens") or 0)
+        out: dict[str, Any] = {
+            "id": chunk["request_id"],
+            "object": obj,
+            "created": int(time.time()),
+            "model": body.get("model") or cfg.model_name,
+            "choices": choices,
+            "usage": usage,
+            "system_fingerprint": None,
+        }
+        if chat:
+            out.update({"prompt_token_ids": None, "prompt_text": None})
+        out["metrics"] = echo_metrics(chunk.get("metrics"))
         new_state = {
             "pending_bytes": list(pending),
             "role_sent": role_sent,
             "logprob_text_offset": offset,
         }
-        return JSONResponse(
-            {
-                "chunk": {
-                    "id": chunk.get("request_id"),
-                    "object": obj,
-                    "created": int(time.time()),
-                    "model": cfg.model_name,
-                    "choices": choices,
-                    "usage": chunk.get("usage"),
-                    "system_fingerprint": None,
-                    "metrics": None,
-                },
-                "stream_state": new_state,
-            }
-        )
+        return JSONResponse({"chunk": out, "stream_state": new_state})
 
     handlers = [
         ("/v1/completions/derender", derender_completions),
