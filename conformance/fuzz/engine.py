@@ -335,6 +335,8 @@ class Fuzzer:
             body["max_tokens"] = 1 + len(str(body)) % cfg.max_tokens
         elif positive and body is not None and op_id == "renderChatCompletions":
             sanitize.accept_chat(body, facts)
+        elif positive and body is not None and op_id.startswith("derender"):
+            sanitize.accept_derender(body, facts, chat=op_id == "derenderChatCompletions")
         if positive and case.headers:
             sanitize.accept_headers(case.headers)
         if self.auth and not (not positive and _negative_in(case, "header")):

@@ -164,3 +164,86 @@ def accept_chat(body: dict[str, Any], facts: ServerFacts) -> None:
 
 def _crc(value: Any) -> int:
     return zlib.crc32(repr(value).encode())
+
+
+def accept_derender(body: dict[str, Any], facts: ServerFacts, chat: bool) -> None:
+    """Derender: the checks vLLM runs after its (lax) input models, which the schema cannot
+    state: parallel list lengths, non-empty token_ids, one choice per stream chunk, decodable
+    ids, a chat_request with messages, a completion_request with a prompt; and no negative
+    counts (vLLM takes them and echoes them into a usage the response schema rejects)."""
+    if body.get("model") is not None:
+        body["model"] = facts.model
+    request = body.get("chat_request")
+    if isinstance(request, dict):  # "messages": a list of {role, content}
+        accept_chat(request, facts)
+        body["chat_request"] = {k: v for k, v in request.items() if k in ("model", "messages")}
+    if isinstance(body.get("completion_request"), dict):  # "Either prompt or prompt_embeds"
+        body["completion_request"] = {"prompt": "x"}
+    streamed = body.get("stream") is True
+    if streamed or chat:
+        if _is_int(body.get("prompt_tokens")):
+            body["prompt_tokens"] = abs(body["prompt_tokens"])
+        if "prompt_token_ids" in body:
+            body["prompt_token_ids"] = _ids(body["prompt_token_ids"], facts)
+    if streamed:
+        chunk = body.get("generate_chunk")
+        if isinstance(chunk, dict):
+            chunk["choices"] = chunk.get("choices", [])[:1]  # "at most one choice per chunk"
+            _accept_generated(chunk, facts, need_tokens=False)
+        state = body.get("stream_state")
+        if isinstance(state, dict):  # a detokenizer window must match the tokens it holds
+            keep = ("role_sent", "logprob_text_offset")
+            body["stream_state"] = {k: v for k, v in state.items() if k in keep}
+        return
+    if chat:
+        _accept_generated(body.get("generate_response"), facts, need_tokens=True)
+        return
+    responses = body.get("generate_responses")
+    if not isinstance(responses, list):
+        return
+    for resp in responses:
+        _accept_generated(resp, facts, need_tokens=True)
+    n = len(responses)  # "prompt_tokens length (N) must equal generate_responses length (M)"
+    counts = body.get("prompt_tokens")
+    if isinstance(counts, list):
+        body["prompt_tokens"] = [abs(counts[i]) if i < len(counts) else 0 for i in range(n)]
+    lists = body.get("prompt_token_ids")
+    if isinstance(lists, list):
+        body["prompt_token_ids"] = [
+            _ids(lists[i], facts) if i < len(lists) else None for i in range(n)
+        ]
+
+
+def _ids(values: Any, facts: ServerFacts) -> Any:
+    """Decodable ids: inside the vocabulary, not negative (a negative id does not decode)."""
+    if not isinstance(values, list):
+        return values
+    return [abs(v) % facts.id_bound if _is_int(v) else v for v in values]
+
+
+def _accept_generated(resp: Any, facts: ServerFacts, need_tokens: bool) -> None:
+    """One generate response or chunk as derender can decode it."""
+    if not isinstance(resp, dict):
+        return
+    if isinstance(resp.get("prompt_token_ids"), list):
+        resp["prompt_token_ids"] = _ids(resp["prompt_token_ids"], facts)
+    usage = resp.get("usage")
+    if isinstance(usage, dict):
+        for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+            if _is_int(usage.get(key)):
+                usage[key] = abs(usage[key])
+    for choice in resp.get("choices") or []:
+        if not isinstance(choice, dict):
+            continue
+        ids = _ids(choice.get("token_ids"), facts)
+        if need_tokens and not ids:  # "choice I has empty or null token_ids"
+            ids = [1]
+        if ids is not None or "token_ids" in choice:
+            choice["token_ids"] = ids
+        content = (choice.get("logprobs") or {}).get("content")
+        for entry in content or []:
+            entry["token_id"] = _ids([entry["token_id"]], facts)[0]
+            top = entry.get("top_logprobs") or []
+            entry["top_logprobs"] = top[: facts.max_logprobs]  # "exceeds max_logprobs"
+            for alt in entry["top_logprobs"]:
+                alt["token_id"] = _ids([alt["token_id"]], facts)[0]
