@@ -141,6 +141,30 @@ RENDER_CASES: tuple[Case, ...] = (
         covers="derender stream",
     ),
     Case(
+        "derender-minimal",
+        SCALE_OUT,
+        path=COMPLETIONS_DERENDER,
+        body={"generate_responses": [{"choices": [{"index": 0, "token_ids": [321]}]}]},
+        covers="derender (minimal input: vLLM's defaults for id, finish_reason, usage)",
+    ),
+    Case(
+        "derender-length-mismatch",
+        SCALE_OUT,
+        path=COMPLETIONS_DERENDER,
+        body={
+            "generate_responses": [generate_response(), generate_response()],
+            "prompt_tokens": [3],
+        },
+        covers="derender (400: prompt_tokens length must equal generate_responses length)",
+    ),
+    Case(
+        "derender-chat-request-empty",
+        SCALE_OUT,
+        path=CHAT_DERENDER,
+        body={"generate_response": generate_response(logprobs=False), "chat_request": {}},
+        covers="derender (400: chat_request needs messages)",
+    ),
+    Case(
         "derender-tokens-only",
         TOKENS_ONLY,
         path=COMPLETIONS_DERENDER,
