@@ -31,6 +31,14 @@ def operations() -> dict[str, tuple[str, str, dict[str, Any]]]:
     return found
 
 
+def request_schema(op: dict[str, Any]) -> str | None:
+    """The component name of the operation's JSON request body, if it has one."""
+    content = (op.get("requestBody") or {}).get("content") or {}
+    ref = str(((content.get("application/json") or {}).get("schema") or {}).get("$ref", ""))
+    prefix = "#/components/schemas/"
+    return ref.removeprefix(prefix) if ref.startswith(prefix) else None
+
+
 def serving(op: dict[str, Any], facts: ServerFacts) -> str:
     """How the profile serves `op`: served, forbidden-403, not-registered-404, dev-semantics."""
     profiles = op.get("x-tito-profiles", {})

@@ -18,7 +18,7 @@ import openapi
 
 from .checks import error_body_shape
 from .engine import Fuzzer
-from .expectations import operations
+from .expectations import operations, request_schema
 from .findings import GroupStats
 
 GROUP = "wrong-media-type"
@@ -29,12 +29,10 @@ text/plain abort is a 200 there (live probe), and ERR-006 comes from vLLM, not t
 
 def example_body(op: dict[str, Any]) -> Any:
     """The first example of the operation's JSON request schema (None: no body or example)."""
-    content = (op.get("requestBody") or {}).get("content") or {}
-    schema = (content.get("application/json") or {}).get("schema") or {}
-    ref = schema.get("$ref", "")
-    if not ref.startswith("#/components/schemas/"):
+    name = request_schema(op)
+    if name is None:
         return None
-    component = openapi.load_spec()["components"]["schemas"][ref.rsplit("/", 1)[1]]
+    component = openapi.load_spec()["components"]["schemas"][name]
     examples = component.get("examples") or []
     return json.loads(json.dumps(examples[0])) if examples else None
 

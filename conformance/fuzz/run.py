@@ -186,6 +186,7 @@ def summary_text(result: FuzzResult) -> str:
     ]
     for s in result.stats:
         note = f" (skipped: {s.skipped})" if s.skipped else ""
+        note += f" ({s.lax} lax-coercible: may be accepted)" if s.lax else ""
         lines.append(
             f"  {s.operation:<26} {s.group:<18} {s.cases:>5} cases "
             f"{s.duration_s:>7.2f} s {dict(sorted(s.statuses.items()))}{note}"
