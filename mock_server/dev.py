@@ -15,6 +15,20 @@ from mock_server.state import AppState
 Endpoint = Callable[[Request], Awaitable[JSONResponse]]
 
 
+def _json_media(request: Request) -> bool:
+    """FastAPI 0.136's strict rule: the body is read as JSON only under application/json or
+    application/*+json; otherwise the embedded fields count as absent (vLLM 0.32 live: a
+    text/plain `/update_weight_version` is a 400 "Field required")."""
+    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    main, _, subtype = media.partition("/")
+    return main == "application" and (subtype == "json" or subtype.endswith("+json"))
+
+
+async def _body(request: Request) -> bytes:
+    raw = await request.body()
+    return raw if _json_media(request) else b""
+
+
 def _embedded(raw: bytes, field: str, required: bool) -> tuple[Any, JSONResponse | None]:
     """One `Body(embed=True)` field, validated as FastAPI/pydantic do in vLLM 0.32's RL router.
 
@@ -35,7 +49,7 @@ def _embedded(raw: bytes, field: str, required: bool) -> tuple[Any, JSONResponse
         return None, _invalid([item])
     if field not in body:
         if required:
-            return None, _invalid([validation_item("missing", loc, "Field required", None)])
+            return None, _invalid([validation_item("missing", loc, "Field required", "None")])
         return None, None
     value = body[field]
     if isinstance(value, str) or (value is None and not required):
@@ -51,14 +65,14 @@ def _invalid(items: list[dict[str, Any]]) -> JSONResponse:
 
 def dev_endpoints(state: AppState) -> tuple[Endpoint, Endpoint, Endpoint]:
     async def update_weight_version(request: Request) -> JSONResponse:
-        label, problem = _embedded(await request.body(), "new_version", required=True)
+        label, problem = _embedded(await _body(request), "new_version", required=True)
         if problem is not None:
             return problem
         state.engine.set_weight_version(label)
         return JSONResponse({"success": True, "new_version": label})
 
     async def finish_weight_update(request: Request) -> JSONResponse:
-        label, problem = _embedded(await request.body(), "weight_version", required=False)
+        label, problem = _embedded(await _body(request), "weight_version", required=False)
         if problem is not None:
             return problem
         if label is not None:

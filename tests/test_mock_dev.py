@@ -44,8 +44,26 @@ async def test_bad_dev_bodies_are_vllm_400s(path: str, body: Any, param: str) ->
 
 
 async def test_invalid_json_is_a_400() -> None:
-    status, data = await post("/finish_weight_update", content=b"{", headers={"Content-Type": "x"})
+    json_type = {"Content-Type": "application/json"}
+    status, data = await post("/finish_weight_update", content=b"{", headers=json_type)
     assert status == 400 and data["error"]["code"] == 400
+
+
+@pytest.mark.parametrize("media_type", ["text/plain", "x", None, "text/json"])
+async def test_a_body_under_another_media_type_counts_as_absent(media_type: str | None) -> None:
+    """FastAPI reads these Body(embed=True) fields only from application/json or */*+json
+    (vLLM 0.32 live: text/plain update_weight_version -> 400 "Field required")."""
+    headers = {"Content-Type": media_type} if media_type else {}
+    body = b'{"new_version": "v2", "weight_version": "v2"}'
+    status, data = await post("/update_weight_version", content=body, headers=headers)
+    assert status == 400 and data["error"]["param"] == "body.new_version"
+    assert "'type': 'missing'" in data["error"]["message"]
+    async with asgi_client(["--enable-scale-out"], DEV) as client:
+        assert (await client.post("/finish_weight_update", content=body, headers=headers)).is_success
+        assert (await client.get("/weight_info")).json() == {"weight_version": "default"}
+        json_type = {"Content-Type": "application/vnd.tito+json; charset=utf-8"}
+        await client.post("/finish_weight_update", content=body, headers=json_type)
+        assert (await client.get("/weight_info")).json() == {"weight_version": "v2"}
 
 
 async def test_labels_set_and_read() -> None:
