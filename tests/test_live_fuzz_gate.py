@@ -94,7 +94,7 @@ def test_replay_matches_status_and_keys() -> None:
 def test_the_shipped_fuzz_entries_parse_and_stay_out_of_the_suite_gate() -> None:
     listed = deviations.for_version(deviations.load(), "0.32.0")
     fuzzed = {d.id: d for d in listed if d.fuzz is not None}
-    assert set(fuzzed) == {"ERR-002", "ERR-007"}
+    assert set(fuzzed) == {"ERR-002", "ERR-007", "WV-007", "ERR-003"}
     rep = fuzzed["ERR-002"].fuzz.reproducer  # type: ignore[union-attr]
     assert rep is not None and rep.body == b"\xff" and rep.answers_keys == ("detail",)
     assert fuzzed["ERR-007"].fuzz.reproducer is None  # type: ignore[union-attr]
