@@ -27,7 +27,8 @@ OOV = Deviation("ERR-007", "vllm-bug", "500 and exit", "capture", ("tokens-only"
 
 def test_the_shipped_file_lists_the_tokens_only_oov_crash_for_032() -> None:
     table = deviations.load()
-    (entry,) = [d for d in deviations.for_version(table, "0.32.0+cpu") if d.id == "ERR-007" and d.fuzz is None]
+    listed = deviations.for_version(table, "0.32.0+cpu")
+    (entry,) = [d for d in listed if d.id == "ERR-007" and d.fuzz is None]
     assert entry.kind == "vllm-bug" and entry.profiles == ("tokens-only",)
     assert "exits" in entry.symptom and entry.evidence
     assert deviations.for_version(table, "0.99.0") == []

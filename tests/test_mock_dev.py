@@ -59,7 +59,8 @@ async def test_a_body_under_another_media_type_counts_as_absent(media_type: str 
     assert status == 400 and data["error"]["param"] == "body.new_version"
     assert "'type': 'missing'" in data["error"]["message"]
     async with asgi_client(["--enable-scale-out"], DEV) as client:
-        assert (await client.post("/finish_weight_update", content=body, headers=headers)).is_success
+        reply = await client.post("/finish_weight_update", content=body, headers=headers)
+        assert reply.is_success
         assert (await client.get("/weight_info")).json() == {"weight_version": "default"}
         json_type = {"Content-Type": "application/vnd.tito+json; charset=utf-8"}
         await client.post("/finish_weight_update", content=body, headers=json_type)
