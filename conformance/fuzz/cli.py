@@ -22,7 +22,13 @@ def parser() -> argparse.ArgumentParser:
         default=CI_MAX_EXAMPLES,
         help="cases per operation and mode (default %(default)s)",
     )
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="the draw's seed; it reproduces a run only under the same PYTHONHASHSEED "
+        "(tox fixes it to 0), since schemathesis's strategies follow set order",
+    )
     p.add_argument("--api-key")
     p.add_argument(
         "--vocab-size",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from .settings import ServerFacts
@@ -45,9 +46,15 @@ class Finding:
     @property
     def reproducer(self) -> str:
         return (
-            f"{self.curl}\n# tito-conformance fuzz --seed {self.seed} "
+            f"{self.curl}\n# {hash_seed_prefix()}tito-conformance fuzz --seed {self.seed} "
             f"--operation {self.operation}  (group {self.group}, case {self.case_index})"
         )
+
+
+def hash_seed_prefix() -> str:
+    """The draws depend on set/dict order too: the seed reproduces them under this hash seed."""
+    value = os.environ.get("PYTHONHASHSEED", "random")
+    return f"PYTHONHASHSEED={value} " if value != "random" else "(random hash seed) "
 
 
 @dataclass

@@ -13,7 +13,7 @@ from ..requirements import by_id
 from ..results import CheckResult, Report, ServerInfo, Status, decide
 from .engine import Fuzzer
 from .expectations import operations
-from .findings import Finding, GroupStats
+from .findings import Finding, GroupStats, hash_seed_prefix
 from .media import GROUP as MEDIA_GROUP
 from .media import fuzz_media
 from .oov import fuzz_oov
@@ -182,7 +182,8 @@ def _spec_version() -> str:
 def summary_text(result: FuzzResult) -> str:
     lines = [
         f"fuzz {result.config.target} (profile {result.facts.profile}, seed "
-        f"{result.config.seed}): {result.total_cases} cases in {result.duration_s:.1f} s"
+        f"{result.config.seed}, {hash_seed_prefix().strip()}): {result.total_cases} cases in "
+        f"{result.duration_s:.1f} s"
     ]
     for s in result.stats:
         note = f" (skipped: {s.skipped})" if s.skipped else ""

@@ -12,8 +12,11 @@ only rewrites values the schema accepts anyway (schemathesis revalidates the cas
 
 from __future__ import annotations
 
+import functools
 import zlib
 from typing import Any
+
+import openapi
 
 from .settings import ServerFacts
 
@@ -133,8 +136,41 @@ def accept_headers(headers: dict[str, Any]) -> None:
                 headers[name] = "0"
 
 
+@functools.cache
+def spec_field_names() -> frozenset[str]:
+    """Every property name the spec declares anywhere (`min_tokens`, `temperature`, ...)."""
+    names: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            props = node.get("properties")
+            if isinstance(props, dict):
+                names.update(props)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(openapi.load_spec()["components"]["schemas"])
+    return frozenset(names)
+
+
+def drop_real_extras(body: dict[str, Any], described: tuple[str, ...]) -> None:
+    """An "other field" of an OpenAI request that is really one of vLLM's typed fields.
+
+    The render schemas describe only what render uses and allow the rest, so a drawn extra key
+    may be a real field name (hypothesis draws names from the code's own constants) with a
+    value of the wrong type: `min_tokens: {}` is a 400 in vLLM 0.32, for a reason the schema
+    cannot say. Keys no schema names stay: unknown keys are ignored.
+    """
+    for key in [k for k in body if k not in described and k in spec_field_names()]:
+        del body[key]
+
+
 def accept_render(body: dict[str, Any], facts: ServerFacts, max_prompt: int) -> None:
     """Render: token prompts inside the vocabulary, a served model, text only with a tokenizer."""
+    drop_real_extras(body, ("model", "prompt"))
     if body.get("model") is not None:
         body["model"] = facts.model
     prompt = body.get("prompt")
@@ -154,6 +190,7 @@ def accept_render(body: dict[str, Any], facts: ServerFacts, max_prompt: int) -> 
 
 def accept_chat(body: dict[str, Any], facts: ServerFacts) -> None:
     """Chat render needs messages with a role and text content."""
+    drop_real_extras(body, ("model", "messages"))
     if body.get("model") is not None:
         body["model"] = facts.model
     messages = body.get("messages") or [{}]
