@@ -14,6 +14,9 @@ from mock_server.errors import ApiError, ValidationFailure, param_error, validat
 INT64 = (-(2**63), 2**63 - 1)
 MSGPACK_INT = (-(2**63), 2**64 - 1)
 """What msgspec's msgpack encoder can write: vLLM encodes the sampling params before queuing."""
+NOT_NULLABLE = frozenset({"spaces_between_special_tokens", "output_kind"})
+"""Plain `bool` / `RequestOutputKind` fields of vLLM 0.32's SamplingParams: null is a 400, as
+for the same-typed `skip_special_tokens` (vllm-cpu.md); the others are `X | None`."""
 _SAMPLING_TYPES: tuple[tuple[str, Any], ...] = (
     ("spaces_between_special_tokens", c.to_bool),
     ("prompt_logprob_start", c.to_int),
@@ -55,7 +58,8 @@ def check_sampling_types(sp: dict[str, Any], errors: c.Errors) -> dict[str, Any]
     loc = "body.sampling_params"
     out: dict[str, Any] = {}
     for key, convert in _SAMPLING_TYPES:
-        out[key] = c.field(sp, key, convert, loc, errors, None)
+        nullable = key not in NOT_NULLABLE
+        out[key] = c.field(sp, key, convert, loc, errors, None, nullable=nullable)
     out["bad_words"] = c.field(sp, "bad_words", _str_list, loc, errors, None)
     out["logit_bias"] = c.field(sp, "logit_bias", _logit_bias, loc, errors, None)
     return out

@@ -288,3 +288,18 @@ async def test_invalid_features_with_unknown_model_is_400_not_404() -> None:
         assert_400(await c.post("/inference/v1/generate", json=body), "offset")
         unknown = await c.post("/inference/v1/generate", json={**BASE, "model": "no-such-model"})
         assert unknown.status_code == 404
+
+
+@pytest.mark.parametrize(
+    "key, status",
+    [("spaces_between_special_tokens", 400), ("output_kind", 400), ("stream_interval", 200)],
+)
+async def test_null_for_a_plain_typed_sampling_field_is_a_400(key: str, status: int) -> None:
+    """`bool` / `RequestOutputKind` fields reject null like `skip_special_tokens` does (vLLM
+    0.32, vllm-cpu.md); `int | None` ones take it. Found by fuzzing the mock in CI."""
+    body = {**BASE, "sampling_params": {"max_tokens": 2, key: None}}
+    async with asgi_client(SCALE_OUT) as c:
+        r = await c.post("/inference/v1/generate", json=body)
+    assert r.status_code == status, r.text
+    if status == 400:
+        assert r.json()["error"]["param"] == f"body.sampling_params.{key}"

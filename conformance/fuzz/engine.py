@@ -267,7 +267,8 @@ class Fuzzer:
             on_case(case, stats.cases)
 
         try:
-            body()
+            with generation.pinned_draws():
+                body()
         except ServerGone as exc:
             self.server_gone = str(exc)
         except hypothesis.errors.Unsatisfiable:

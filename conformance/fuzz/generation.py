@@ -10,9 +10,11 @@ the profile's own schema (its expected statuses, its app or base URL) when repla
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +59,33 @@ def settings(examples: int) -> hypothesis.settings:
     )
 
 
+@contextlib.contextmanager
+def pinned_draws() -> Iterator[None]:
+    """Hypothesis draws now and then from the string and number constants of every "local"
+    module in `sys.modules`, so the same seed drew other cases depending on what the process
+    had imported (a full pytest run, `tito-conformance run`, CI's tox env). While drawing, the
+    pool of local constants is empty: a seed (with PYTHONHASHSEED) is then a reproducer. If a
+    future hypothesis moves this internal, draws only lose that guarantee."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # pragma: no cover - a hypothesis without the internal
+        yield
+        return
+    original = getattr(providers, "_get_local_constants", None)
+    cache = getattr(providers, "CONSTANTS_CACHE", None)
+    if original is None or cache is None:  # pragma: no cover
+        yield
+        return
+    empty = providers.Constants()
+    cache.cache.clear()
+    providers._get_local_constants = lambda: empty
+    try:
+        yield
+    finally:
+        providers._get_local_constants = original
+        cache.cache.clear()
+
+
 @functools.cache
 def neutral_schema(security: bool) -> Any:
     """The spec with only the generation settings a profile can change (security parameters:
@@ -88,8 +117,9 @@ def drawn(op_id: str, mode: GenerationMode, security: bool, seed: int, examples:
 
     started = time.monotonic()
     try:
-        boundary = coverage_cases(op, mode, security)
-        collect()
+        with pinned_draws():
+            boundary = coverage_cases(op, mode, security)
+            collect()
     except hypothesis.errors.Unsatisfiable:
         return Drawn(boundary, UNSATISFIABLE if not boundary else "")
     finally:
