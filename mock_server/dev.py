@@ -49,7 +49,7 @@ def _embedded(raw: bytes, field: str, required: bool) -> tuple[Any, JSONResponse
         return None, _invalid([item])
     if field not in body:
         if required:
-            return None, _invalid([validation_item("missing", loc, "Field required", "None")])
+            return None, _invalid([validation_item("missing", loc, "Field required", None)])
         return None, None
     value = body[field]
     if isinstance(value, str) or (value is None and not required):

@@ -78,13 +78,22 @@ def http_error(status: int, message: str) -> ApiError:
     return ApiError(status, message, PHRASES.get(status, "Error"))
 
 
-def summarise(value: Any) -> Any:
-    """How vLLM's validation messages show an offending input."""
-    if isinstance(value, dict):
-        return f"<dict of {len(value)} items>"
-    if isinstance(value, list):
-        return f"<list of {len(value)} items>"
-    return value
+INPUT_CHARS = 200
+
+
+def summarise(value: Any) -> str:
+    """How vLLM 0.32's validation messages show an offending input (`_summarize_error_input`):
+    containers by size, every other value as its text (`'None'`, `'True'`, `'5'`), cut at 200
+    characters."""
+    if isinstance(value, (bytes, bytearray)):
+        return f"<{type(value).__name__} of {len(value)} bytes>"
+    if isinstance(value, (list, tuple, set, frozenset, dict)):
+        return f"<{type(value).__name__} of {len(value)} items>"
+    try:
+        text = value if isinstance(value, str) else str(value)
+    except ValueError:  # an int past sys.get_int_max_str_digits()
+        return f"<{type(value).__name__}>"
+    return text[:INPUT_CHARS] + "...[truncated]" if len(text) > INPUT_CHARS else text
 
 
 class ValidationFailure(Exception):
