@@ -8,6 +8,7 @@ document's 400, never 422 or 5xx.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import openapi
@@ -21,8 +22,10 @@ LENIENT_ABORT = {"abortRequests", "abortRequestsLegacy"}
 """vLLM reads `request_ids` without validating its type: only a missing one is a 400."""
 
 
+@functools.cache
 def operations() -> dict[str, tuple[str, str, dict[str, Any]]]:
-    """operationId -> (method, path, operation object)."""
+    """operationId -> (method, path, operation object); built once (read per case), never
+    mutated."""
     found: dict[str, tuple[str, str, dict[str, Any]]] = {}
     for path, item in openapi.load_spec()["paths"].items():
         for method, op in item.items():

@@ -11,7 +11,6 @@ are).
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import Any
 
@@ -55,13 +54,6 @@ def forgiven(error: ValidationError) -> bool:
             branches.setdefault(sub.schema_path[0], []).append(sub)
         return any(all(forgiven(e) for e in errs) for errs in branches.values())
     return False
-
-
-@functools.cache
-def body_validator(schema_name: str) -> Any:
-    import openapi
-
-    return openapi.schema_validator(schema_name)
 
 
 def lax_valid(validator: Any, body: Any) -> bool:

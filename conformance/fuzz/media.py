@@ -17,7 +17,7 @@ from typing import Any
 import openapi
 
 from .checks import error_body_shape
-from .engine import Fuzzer
+from .engine import Fuzzer, ServerGone
 from .expectations import operations, request_schema
 from .findings import GroupStats
 
@@ -69,16 +69,10 @@ def fuzz_media(fz: Fuzzer, wanted: tuple[str, ...]) -> None:
         case.media_type = "text/plain"
         stats.cases += 1
         try:
-            response = fz.call(case)
-        except Exception as exc:  # a timeout, a refused or reset connection
-            fz.transport_error(op_id, GROUP, case, exc, stats.cases)
-            if not fz.alive():
-                fz.server_gone = f"the server stopped answering during {op_id} ({GROUP})"
-            continue
-        finally:
-            stats.duration_s = round(time.monotonic() - started, 3)
-        stats.statuses[response.status_code] = 1
-        fz.judge(op_id, GROUP, case, response, 1, checks=[media_type_rejected, error_body_shape])
+            fz.send_and_judge(op_id, GROUP, case, stats, [media_type_rejected, error_body_shape])
+        except ServerGone as exc:
+            fz.server_gone = str(exc)
+        stats.duration_s = round(time.monotonic() - started, 3)
 
 
 def media_type_rejected(ctx: Any, response: Any, case: Any) -> None:
