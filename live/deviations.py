@@ -163,15 +163,29 @@ def judge(report: Report, listed: list[Deviation]) -> Verdict:
     return verdict
 
 
+def verdict_lines(
+    heading: str, sections: list[tuple[str, list[str]]], harness_error: str
+) -> list[str]:
+    """One profile's block of a gate: its heading, each item under its label, a harness error."""
+    lines = [f"  {heading}"]
+    for label, items in sections:
+        lines += [f"    {label}{item}" for item in items]
+    if harness_error:
+        lines.append(f"    HARNESS ERROR: {harness_error[:800]}")
+    return lines
+
+
 def render(verdicts: list[Verdict]) -> str:
     lines = ["known-deviations gate:"]
     for v in verdicts:
         state = "ok" if v.ok else "FAILED"
-        lines.append(f"  [{v.profile}] vLLM {v.version}: {state}")
-        lines += [f"    listed deviation, still failing: {rid}" for rid in v.expected]
-        lines += [f"    UNLISTED FAILURE {rid}: {why}" for rid, why in v.unexpected.items()]
-        lines += [f"    STALE (listed but passes, remove it): {rid}" for rid in v.stale]
-        lines += [f"    listed but not exercised here: {rid}" for rid in v.not_exercised]
-        if v.harness_error:
-            lines.append(f"    HARNESS ERROR: {v.harness_error[:800]}")
+        unexpected = [f"{rid}: {why}" for rid, why in v.unexpected.items()]
+        sections = [
+            ("listed deviation, still failing: ", v.expected),
+            ("UNLISTED FAILURE ", unexpected),
+            ("STALE (listed but passes, remove it): ", v.stale),
+            ("listed but not exercised here: ", v.not_exercised),
+        ]
+        heading = f"[{v.profile}] vLLM {v.version}: {state}"
+        lines += verdict_lines(heading, sections, v.harness_error)
     return "\n".join(lines)

@@ -16,7 +16,7 @@ import httpx
 from conformance.fuzz.findings import Finding
 from conformance.fuzz.run import FuzzResult
 
-from .deviations import Deviation, Reproducer
+from .deviations import Deviation, Reproducer, verdict_lines
 
 
 @dataclass
@@ -146,11 +146,12 @@ def render(verdicts: list[FuzzVerdict]) -> str:
     lines = ["known-deviations gate (fuzzing):"]
     for v in verdicts:
         state = "ok" if v.ok else "FAILED"
-        lines.append(f"  [{v.profile}] vLLM {v.version}: {state} ({v.cases} cases)")
-        lines += [f"    listed deviation, still found: {name}" for name in v.expected]
-        lines += [f"    UNLISTED FINDING {what}" for what in v.unexpected]
-        lines += [f"    STALE (listed but gone, remove it): {name}" for name in v.stale]
-        lines += [f"    listed but not exercised here: {name}" for name in v.not_exercised]
-        if v.harness_error:
-            lines.append(f"    HARNESS ERROR: {v.harness_error[:800]}")
+        sections = [
+            ("listed deviation, still found: ", v.expected),
+            ("UNLISTED FINDING ", v.unexpected),
+            ("STALE (listed but gone, remove it): ", v.stale),
+            ("listed but not exercised here: ", v.not_exercised),
+        ]
+        heading = f"[{v.profile}] vLLM {v.version}: {state} ({v.cases} cases)"
+        lines += verdict_lines(heading, sections, v.harness_error)
     return "\n".join(lines)
