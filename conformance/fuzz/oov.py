@@ -4,12 +4,15 @@ report that as a finding (`server_survives`), not stop."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from schemathesis import GenerationMode
 
 from .checks import OUR_CHECKS, stream_payloads
 from .engine import Fuzzer, ServerGone, builtin_checks, wants_stream
+
+GROUP = "out-of-vocabulary"
 
 
 def fuzz_oov(fz: Fuzzer) -> None:
@@ -26,39 +29,74 @@ def fuzz_oov(fz: Fuzzer) -> None:
 
     strategy = op.as_strategy(generation_mode=GenerationMode.POSITIVE).map(poison)
 
-    def on_case(case: Any, index: int) -> None:
-        try:
-            response = fz.call(case)
-        except Exception as exc:
-            fz.transport_error(op_id, "out-of-vocabulary", case, exc, index)
-            raise ServerGone(
-                "the server stopped answering after an out-of-vocabulary prompt"
-            ) from exc
-        fz.judge(
-            op_id,
-            "out-of-vocabulary",
-            case,
-            response,
-            index,
-            checks=[*builtin_checks()[:4], *OUR_CHECKS, oov_rejected],
-        )
-        if response.status_code >= 500 and not fz.alive():
-            curl = case.as_curl_command(headers=fz.headers, base_url=fz._base())
-            fz.record(
-                op_id,
-                case.operation.label,
-                "out-of-vocabulary",
-                "server_survives",
-                response.status_code,
-                f"after this out-of-vocabulary prompt "
-                f"(id {case.body['token_ids']}) answered {response.status_code}, "
-                "the server stopped answering /health (it exited)",
-                curl,
-                index,
-            )
-            raise ServerGone("the server exited after an out-of-vocabulary prompt")
+    examples = min(fz.config.max_examples, 30)
+    fz.run_group(op_id, GROUP, strategy, examples, lambda case, i: send_oov_case(fz, case, i))
 
-    fz.run_group(op_id, "out-of-vocabulary", strategy, min(fz.config.max_examples, 30), on_case)
+
+def send_oov_case(fz: Fuzzer, case: Any, index: int) -> None:
+    """Send one poisoned prompt and judge it; a server that went down with it is recorded as
+    `server_survives` (never as a slow answer) and ends the group."""
+    try:
+        response = fz.call(case)
+    except Exception as exc:
+        if fz.alive():
+            fz.transport_error("generate", GROUP, case, exc, index)
+            raise ServerGone("the server stopped answering an out-of-vocabulary prompt") from exc
+        _crashed(
+            fz,
+            case,
+            None,
+            index,
+            f"sending this prompt failed ({type(exc).__name__}: {exc}) and /health no longer "
+            "answers: the server exited after this out-of-vocabulary prompt or the one before",
+        )
+        raise ServerGone("the server exited after an out-of-vocabulary prompt") from exc
+    fz.judge(
+        "generate",
+        GROUP,
+        case,
+        response,
+        index,
+        checks=[*builtin_checks()[:4], *OUR_CHECKS, oov_rejected],
+    )
+    if response.status_code >= 500 and not _survives(fz):
+        _crashed(
+            fz,
+            case,
+            response.status_code,
+            index,
+            f"after this prompt answered {response.status_code}, "
+            "the server stopped answering /health (it exited)",
+        )
+        raise ServerGone("the server exited after an out-of-vocabulary prompt")
+
+
+def _crashed(fz: Fuzzer, case: Any, status: int | None, index: int, what: str) -> None:
+    fz.record(
+        "generate",
+        case.operation.label,
+        GROUP,
+        "server_survives",
+        status,
+        f"out-of-vocabulary prompt (ids {case.body['token_ids']}): {what}",
+        case.as_curl_command(headers=fz.headers, base_url=fz._base()),
+        index,
+    )
+
+
+SURVIVAL_WINDOW_S = 1.0
+"""How long a server that answered 5xx must keep answering /health to count as alive: a
+vLLM 0.32 `--tokens-only` server still answers /health for a moment after the crash."""
+
+
+def _survives(fz: Fuzzer) -> bool:
+    deadline = time.monotonic() + SURVIVAL_WINDOW_S
+    while True:
+        if not fz.alive():
+            return False
+        if time.monotonic() >= deadline:
+            return True
+        time.sleep(0.2)
 
 
 def oov_rejected(ctx: Any, response: Any, case: Any) -> None:
