@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -108,6 +109,9 @@ class Outcome:
     abort_status: int | None = None
     abort_body: bytes = b""
     error: str = ""
+    abort_answered_s: float | None = None
+    """Seconds from the request to the abort's answer, and to the stream's end."""
+    ended_s: float | None = None
 
 
 def _first_request_id(data: bytes) -> str | None:
@@ -126,7 +130,17 @@ def _first_request_id(data: bytes) -> str | None:
 async def _attempt(
     client: httpx.AsyncClient, body: dict[str, Any], headers: dict[str, str], auth: dict[str, str]
 ) -> Outcome:
+    """The abort goes out while the stream is still read, so the outcome tells an abort
+    answered only after the stream ended (too late) from one the stream outlived (ignored)."""
     out = Outcome()
+    started = time.monotonic()
+    aborting: asyncio.Future[None] | None = None
+
+    async def abort(request_id: str) -> None:
+        answer = await client.post(ABORT, json={"request_ids": [request_id]}, headers=auth)
+        out.abort_status, out.abort_body = answer.status_code, answer.content
+        out.abort_answered_s = round(time.monotonic() - started, 3)
+
     async with client.stream("POST", GENERATE, json=body, headers=headers) as response:
         out.status = response.status_code
         buffer = bytearray()
@@ -135,11 +149,11 @@ async def _attempt(
             if out.request_id is None:
                 out.request_id = _first_request_id(bytes(buffer))
                 if out.request_id is not None:
-                    answer = await client.post(
-                        ABORT, json={"request_ids": [out.request_id]}, headers=auth
-                    )
-                    out.abort_status, out.abort_body = answer.status_code, answer.content
+                    aborting = asyncio.ensure_future(abort(out.request_id))
         out.stream = bytes(buffer)
+        out.ended_s = round(time.monotonic() - started, 3)
+    if aborting is not None:
+        await aborting
     return out
 
 

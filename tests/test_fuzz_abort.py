@@ -1,0 +1,51 @@
+"""The generate-then-abort sequence tells an ignored abort from one served too late. CI's
+live-cpu run saw vLLM 0.32's API process, starved by its engine, answer an abort only as the
+stream ended (2.7 s after it was sent), which the sequence used to file as "not stopped"."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.fuzz.inflight import Outcome, stream_then_abort
+from conformance.fuzz.stateful import OUTLIVED_S, _ends, _not_stopped
+from mock_server.app import create_app
+from mock_server.config import parse_args
+
+LONG = {
+    "token_ids": [1, 2, 3],
+    "stream": True,
+    "sampling_params": {"max_tokens": 2048, "ignore_eos": True},
+}
+
+
+def _outcome(answered: float | None, ended: float) -> Outcome:
+    return Outcome(status=200, abort_status=200, abort_answered_s=answered, ended_s=ended)
+
+
+def test_a_stream_that_outlives_its_answered_abort_was_not_stopped() -> None:
+    message = _not_stopped(_outcome(0.01, 0.01 + OUTLIVED_S + 1))
+    assert "the abort did not stop it" in message
+
+
+@pytest.mark.parametrize(("answered", "ended"), [(2.734, 2.734), (3.0, 2.9), (None, 1.0)])
+def test_an_abort_answered_as_the_stream_ended_was_too_late(
+    answered: float | None, ended: float
+) -> None:
+    message = _not_stopped(_outcome(answered, ended))
+    assert "does not serve an abort while it generates" in message
+    assert "did not stop it" not in message
+
+
+@pytest.mark.parametrize("defect", [(), ("abort-ignored",)])
+def test_the_outcome_times_the_abort_against_the_stream(defect: tuple[str, ...]) -> None:
+    argv = ["--enable-scale-out", "--mock-itl-ms", "1"]  # 2 s of stream: it can outlive
+    argv += [a for d in defect for a in ("--mock-defect", d)]
+    out = stream_then_abort(LONG, {}, {}, app=create_app(parse_args(argv, {})))
+    assert out.status == 200 and out.abort_status == 200 and not out.error
+    assert out.abort_answered_s is not None and out.ended_s is not None
+    reason, tokens = _ends(out.stream)[0]
+    if defect:  # the mock streams on after answering: outlived, a "not stopped" verdict
+        assert (reason, tokens) == ("length", 2048)
+        assert out.ended_s - out.abort_answered_s >= OUTLIVED_S
+    else:
+        assert reason == "abort" and tokens < 2048
