@@ -83,3 +83,19 @@ def test_a_timeout_from_a_live_server_is_a_slow_answer() -> None:
     with pytest.raises(ServerGone):
         oov.send_oov_case(fz, _case(), 3)  # type: ignore[arg-type]
     assert [c for c, _, _ in fz.recorded] == ["answer_budget"]
+
+
+def test_the_group_ends_at_the_crash_without_replaying_it() -> None:
+    """hypothesis replays a failing example to shrink it: the crash must end the group, not
+    fail the test, or the dead server is sent the prompt again (a second, bogus finding)."""
+    from tests.test_fuzz_mock import run_profile
+
+    result = run_profile(
+        "tokens-only", 5, ("oov-token-500",), operations=("generate",), stateful=False,
+        negative=False,
+    )  # fmt: skip
+    group = [s for s in result.stats if s.group == oov.GROUP]
+    assert [s.cases for s in group] == [1] and result.server_gone
+    crashes = [f for f in result.findings if f.check == "server_survives"]
+    assert [(f.status, f.occurrences) for f in crashes] == [(500, 1)]
+    assert all(f.occurrences == 1 for f in result.findings if f.group == oov.GROUP)

@@ -264,13 +264,14 @@ class Fuzzer:
             if self.server_gone:
                 return
             stats.cases += 1
-            on_case(case, stats.cases)
+            try:
+                on_case(case, stats.cases)
+            except ServerGone as exc:  # not raised on: hypothesis would replay (shrink) it
+                self.server_gone = str(exc)
 
         try:
             with generation.pinned_draws():
                 body()
-        except ServerGone as exc:
-            self.server_gone = str(exc)
         except hypothesis.errors.Unsatisfiable:
             stats.skipped = generation.UNSATISFIABLE
         stats.duration_s = round(time.monotonic() - started, 3)
