@@ -1,7 +1,9 @@
-"""Talking TITO: request builders, schema validation, stream collection.
+"""Talking TITO: request builders, stream collection, and the schema reading of bodies.
 
-Every JSON body and every SSE chunk a check sees goes through `validate` against
-`openapi/tito.yaml`; the semantics no schema can express live in `semantics.py`.
+A check reads only the fields of its own requirement: `generate` and `read_stream` demand a 200
+and JSON, nothing more, so one wrong field fails the requirement it breaks and not every check
+that happened to see the body. Every generate body and stream chunk a check receives is kept on
+the session; the SCHEMA-* requirements judge them all against `openapi/tito.yaml`.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from jsonschema import ValidationError
 
 from openapi import schema_validator
 
@@ -43,14 +47,36 @@ def seeded(max_tokens: int = 12, **sampling: Any) -> dict[str, Any]:
     return body(max_tokens, temperature=1.0, seed=SEED, **sampling)
 
 
+def _deepest(error: ValidationError) -> ValidationError:
+    """A oneOf/anyOf error's most specific cause: the leaf, not the whole body."""
+    while error.context:
+        error = max(error.context, key=lambda e: (len(e.absolute_path), -len(e.context or [])))
+    return error
+
+
+def schema_problems(schema: str, instance: Any, limit: int = 3) -> list[str]:
+    """Where `instance` departs from `schema`: the deepest path, what was expected, what came."""
+    found: list[str] = []
+    for error in sorted(schema_validator(schema).iter_errors(instance), key=lambda e: e.path):
+        leaf = _deepest(error)
+        where = "/" + "/".join(str(p) for p in leaf.absolute_path)
+        if leaf.validator in ("type", "enum", "const", "pattern", "minimum", "maximum"):
+            text = f"expected {leaf.validator} {leaf.validator_value!r}, got {leaf.instance!r:.80}"
+        else:
+            text = leaf.message[:200]
+        problem = f"at {where}: {text}"
+        if problem not in found:
+            found.append(problem)
+        if len(found) >= limit:
+            break
+    return found
+
+
 def validate(schema: str, instance: Any, what: str) -> None:
-    """Fail with the first schema errors, pointing at where they are."""
-    errors = sorted(schema_validator(schema).iter_errors(instance), key=lambda e: list(e.path))
-    if errors:
-        shown = "; ".join(
-            f"at /{'/'.join(str(p) for p in e.path)}: {e.message[:200]}" for e in errors[:3]
-        )
-        raise AssertionError(f"{what} does not match {schema}: {shown}")
+    """Fail with the first schema errors, each at its deepest path."""
+    problems = schema_problems(schema, instance)
+    if problems:
+        raise AssertionError(f"{what} does not match {schema}: {'; '.join(problems)}")
 
 
 def status_is(reply: Reply, expected: int, what: str) -> None:
@@ -66,13 +92,23 @@ def generate(
     headers: dict[str, str] | None = None,
     what: str = "generate",
 ) -> dict[str, Any]:
-    """POST generate, demand a 200 and a body valid against GenerateResponse."""
-    reply = s.client.post(GENERATE, payload, headers=headers)
+    """POST generate, demand a 200 and a JSON object (its schema is SCHEMA-GEN-001's)."""
+    reply = s.client.post(GENERATE, payload, headers=headers, timeout=timeout_for(s, payload))
     status_is(reply, 200, what)
     data = reply.json()
-    validate("GenerateResponse", data, f"{what} response")
-    assert isinstance(data, dict)
+    if not isinstance(data, dict):
+        raise AssertionError(f"{what}: the 200 body is not a JSON object: {reply.body[:200]!r}")
+    s.observe("GenerateResponse", what, data)
     return data
+
+
+def timeout_for(s: Session, payload: Any) -> float:
+    """The request's time bound at this server's pace: its tokens, or the context by default."""
+    params = payload.get("sampling_params") if isinstance(payload, dict) else None
+    tokens = params.get("max_tokens") if isinstance(params, dict) else None
+    if not isinstance(tokens, int):
+        tokens = s.limits.room(len(PROMPT)) or 0
+    return s.timeout_for(tokens)
 
 
 def rejected(
@@ -134,8 +170,11 @@ class Streamed:
         return [c for c in self.chunks if c.get("choices") == [] and c.get("usage")]
 
 
-def read_stream(stream: Stream, stop_after_tokens: int | None = None) -> Streamed:
-    """Read (and validate) every event; optionally stop once enough tokens arrived."""
+def read_stream(
+    stream: Stream, stop_after_tokens: int | None = None, s: Session | None = None
+) -> Streamed:
+    """Read every event; optionally stop once enough tokens arrived. Chunks are kept on the
+    session `s` for SCHEMA-STREAM-001, not validated here."""
     chunks: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
     done = False
@@ -152,7 +191,12 @@ def read_stream(stream: Stream, stop_after_tokens: int | None = None) -> Streame
             chunk = json.loads(data)
         except ValueError:
             raise ServerBroke(f"stream event is neither [DONE] nor JSON: {data[:200]!r}") from None
-        validate("GenerateStreamPayload", chunk, f"stream event #{len(chunks) + 1}")
+        if not isinstance(chunk, dict):
+            raise ServerBroke(
+                f"stream event #{len(chunks) + 1} is not a JSON object: {data[:200]!r}"
+            )
+        if s is not None:
+            s.observe("GenerateStreamPayload", f"stream event #{len(chunks) + 1}", chunk)
         chunks.append(chunk)
         if "error" in chunk:
             errors.append(chunk)
@@ -171,7 +215,10 @@ def stream(
     what: str = "stream",
 ) -> Streamed:
     """POST a streamed generate and read it to the end; demands 200 and text/event-stream."""
-    with s.client.stream(GENERATE, {**payload, "stream": True}, headers=headers) as st:
+    deadline = max(s.config.stream_deadline, timeout_for(s, payload))
+    with s.client.stream(
+        GENERATE, {**payload, "stream": True}, headers=headers, deadline=deadline
+    ) as st:
         if st.status != 200:
             reply = st.read_body()
             raise AssertionError(
@@ -180,7 +227,7 @@ def stream(
         ctype = st.headers.get("content-type", "")
         if not ctype.startswith("text/event-stream"):
             raise AssertionError(f"{what}: Content-Type is {ctype!r}, not text/event-stream")
-        return read_stream(st)
+        return read_stream(st, s=s)
 
 
 def dumps_body(payload: Any) -> bytes:

@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from .http import ServerBroke
+from .in_flight import Inconclusive
 from .registry import requirements_of, runs_last
-from .results import CheckResult, Status
-from .session import Session, SuiteConfig
+from .results import CheckResult, SkipKind, Status
+from .session import LIMIT_PREFIX, Session, SuiteConfig
 
 
 class Collector:
@@ -101,7 +102,9 @@ class Collector:
         if report.skipped:
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else "skipped"
             reason = reason.removeprefix("Skipped: ")
-            self.outcomes.append((ids, CheckResult(name, Status.SKIP, reason, duration_s=took)))
+            kind = SkipKind.LIMIT if reason.startswith(LIMIT_PREFIX) else SkipKind.ABSENT
+            skipped = CheckResult(name, Status.SKIP, reason, duration_s=took, skip_kind=kind)
+            self.outcomes.append((ids, skipped))
             return
         excinfo = call.excinfo
         failure = (
@@ -115,7 +118,9 @@ class Collector:
             message = str(excinfo.value.msg)  # type: ignore[attr-defined]
         else:
             message = f"{excinfo.typename}: {excinfo.value}" if not failure else str(excinfo.value)
-        if not failure and excinfo is not None:
+        if excinfo is not None and excinfo.errisinstance(Inconclusive):
+            message = f"inconclusive: {excinfo.value}"
+        elif not failure and excinfo is not None:
             message = f"harness error: {message}\n{report.longreprtext[-1500:]}"
         log = self.session.client.log if self.session is not None else []
         reproducer = log[-1].reproducer() if log else ""

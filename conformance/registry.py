@@ -20,8 +20,11 @@ LAST = "__tito_last__"
 _REGISTRY: dict[str, tuple[str, ...]] = {}
 
 
-def checks(*requirement_ids: str, last: bool = False) -> Callable[[F], F]:
-    """Mark a check as deciding `requirement_ids`; `last` checks may take the server down."""
+def checks(*requirement_ids: str, last: bool = False, after_all: bool = False) -> Callable[[F], F]:
+    """Mark a check as deciding `requirement_ids`.
+
+    `after_all` checks judge what the others received (they run after them); `last` checks may
+    take the server down, so they run after everything else."""
     if not requirement_ids:
         raise ValueError("a check must name at least one requirement")
     unknown = [rid for rid in requirement_ids if rid not in by_id()]
@@ -30,7 +33,7 @@ def checks(*requirement_ids: str, last: bool = False) -> Callable[[F], F]:
 
     def mark(fn: F) -> F:
         setattr(fn, ATTRIBUTE, tuple(requirement_ids))
-        setattr(fn, LAST, last)
+        setattr(fn, LAST, 2 if last else 1 if after_all else 0)
         _REGISTRY[f"{fn.__module__}.{fn.__qualname__}"] = tuple(requirement_ids)
         return fn
 
@@ -43,8 +46,9 @@ def requirements_of(fn: object) -> tuple[str, ...]:
     return tuple(ids) if isinstance(ids, tuple) else ()
 
 
-def runs_last(fn: object) -> bool:
-    return bool(getattr(fn, LAST, False))
+def runs_last(fn: object) -> int:
+    """The check's place in the run: 0 first, 1 after those, 2 at the very end."""
+    return int(getattr(fn, LAST, 0))
 
 
 def all_checks() -> dict[str, tuple[str, ...]]:

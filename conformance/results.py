@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from .requirements import Level, Requirement
+
+
+class SkipKind(StrEnum):
+    """Why a requirement was not exercised: reported apart, since only one is the server's gap."""
+
+    NONE = ""
+    ABSENT = "absent"  # the feature is not there (detected absent, or not applicable)
+    LIMIT = "limit"  # the server's configuration (max_num_seqs, max_logprobs, context) forbids it
 
 
 class Status(StrEnum):
@@ -24,6 +33,7 @@ class CheckResult:
     message: str = ""
     reproducer: str = ""
     duration_s: float = 0.0
+    skip_kind: SkipKind = SkipKind.NONE
 
 
 @dataclass
@@ -32,6 +42,14 @@ class RequirementResult:
     status: Status
     reason: str
     checks: list[CheckResult] = field(default_factory=list)
+
+    @property
+    def skip_kind(self) -> SkipKind:
+        if self.status is not Status.SKIP:
+            return SkipKind.NONE
+        if any(c.skip_kind is SkipKind.LIMIT for c in self.checks):
+            return SkipKind.LIMIT
+        return SkipKind.ABSENT
 
     @property
     def is_warning(self) -> bool:
@@ -46,6 +64,8 @@ class ServerInfo:
     detected_features: list[str]
     claimed_features: list[str]
     profile: str | None = None
+    limits: dict[str, Any] = field(default_factory=dict)
+    limits_text: str = ""
 
 
 @dataclass
@@ -55,6 +75,7 @@ class Summary:
     skipped: int
     errors: int
     warnings: int  # SHOULD/MAY requirements that failed
+    skipped_for_limits: int = 0  # of `skipped`: the configuration could not exercise them
 
 
 @dataclass
@@ -77,6 +98,7 @@ class Report:
             skipped=sum(r.status is Status.SKIP for r in results),
             errors=sum(r.status is Status.ERROR for r in results) + bool(self.harness_error),
             warnings=sum(r.is_warning for r in results),
+            skipped_for_limits=sum(r.skip_kind is SkipKind.LIMIT for r in results),
         )
 
     def result(self, requirement_id: str) -> RequirementResult:

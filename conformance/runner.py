@@ -111,6 +111,8 @@ def _report(
             detected_features=features.names() if features else [],
             claimed_features=sorted(config.expect),
             profile=config.profile,
+            limits=session.limits.as_dict() if session is not None else {},
+            limits_text=session.limits.describe() if session is not None and features else "",
         ),
         started_at=started_at,
         duration_s=round(time.monotonic() - t0, 3),

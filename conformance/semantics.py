@@ -13,6 +13,13 @@ def fail(message: str) -> NoReturn:
     raise AssertionError(message)
 
 
+def over_max_logprobs(s: Any) -> int:
+    """A logprobs value the server rejects: one past its learned maximum, or past vLLM's
+    default 20 when the probe found none (a server that takes anything fails LOGP-009)."""
+    limit = s.limits.max_logprobs
+    return (20 if limit is None else limit) + 1
+
+
 def choices_of(response: dict[str, Any]) -> list[dict[str, Any]]:
     choices = response.get("choices")
     if not isinstance(choices, list) or not choices:

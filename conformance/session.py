@@ -13,8 +13,10 @@ import pytest
 
 from .features import KNOWN_FEATURES, Features, probe
 from .http import Client
+from .limits import Limits, probe_limits
 
 T = TypeVar("T")
+LIMIT_PREFIX = "limit:"  # a skip because of the server's configuration, not a missing feature
 
 
 @dataclass(frozen=True)
@@ -44,24 +46,36 @@ class Session:
     config: SuiteConfig
     client: Client
     features: Features
+    limits: Limits = field(default_factory=Limits)
     started: float = field(default_factory=time.monotonic)
     session_id: str = field(default_factory=lambda: secrets.token_hex(4))
     _counter: itertools.count[int] = field(default_factory=itertools.count)
     _cache: dict[str, Any] = field(default_factory=dict)
+    # schema name -> (what, body): every body the checks received, for the SCHEMA-* checks
+    observed: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
 
     @classmethod
     def open(cls, config: SuiteConfig) -> Session:
         client = Client(config.base_url, config.api_key, config.timeout, config.stream_deadline)
         try:
             features = probe(client, warmup_timeout=max(config.timeout, config.warmup_timeout))
+            limits = (
+                probe_limits(client, features.model) if features.generate == "enabled" else Limits()
+            )
         except BaseException:
             client.close()
             raise
         client.log.clear()
-        return cls(config, client, features)
+        return cls(config, client, features, limits)
 
     def close(self) -> None:
         self.client.close()
+
+    def observe(self, schema: str, what: str, body: Any) -> None:
+        """Keep a received body (bounded) for the requirement that judges whole bodies."""
+        kept = self.observed.setdefault(schema, [])
+        if len(kept) < 2000:
+            kept.append((what, body))
 
     def rid(self, tag: str) -> str:
         """A request id unique to this run, so runs against one server never collide."""
@@ -80,6 +94,33 @@ class Session:
                 )
             pytest.skip(f"not applicable: {self.features.why_not(name)}")
 
+    def need_n(self, n: int, why: str) -> None:
+        """Skip, naming the limit, when the server's configuration cannot take `n` choices."""
+        if self.limits.max_n is not None and self.limits.max_n < n:
+            pytest.skip(
+                f"{LIMIT_PREFIX} {why} needs n = {n}; the server takes at most n = "
+                f"{self.limits.max_n} (max_num_seqs) [{self.limits.evidence.get('max_n', '')}]"
+            )
+
+    def need_logprobs(self, k: int, why: str) -> None:
+        if self.limits.max_logprobs is not None and self.limits.max_logprobs < k:
+            pytest.skip(
+                f"{LIMIT_PREFIX} {why} needs logprobs = {k}; the server allows at most "
+                f"{self.limits.max_logprobs} (max_logprobs)"
+            )
+
+    def need_room(self, tokens: int, why: str, prompt_len: int = 4) -> None:
+        room = self.limits.room(prompt_len)
+        if room is not None and room < tokens:
+            pytest.skip(
+                f"{LIMIT_PREFIX} {why} needs {tokens} output tokens after a {prompt_len}-token "
+                f"prompt; the server's max_model_len is {self.limits.max_model_len}"
+            )
+
+    def timeout_for(self, tokens: int) -> float:
+        """A per-request bound that scales with the server's pace, never below the config's."""
+        return max(self.config.timeout, 3 * self.limits.seconds_for(tokens) + 2)
+
     def need_generate(self) -> None:
         """Generate must work: a broken (hung, garbage) generate is a failure, not a skip."""
         if self.features.generate == "broken":
@@ -93,7 +134,7 @@ class Session:
             before = len(self.client.log)
             try:
                 outcome: tuple[Any, BaseException | None] = (factory(), None)
-            except (AssertionError, pytest.skip.Exception) as exc:
+            except (Exception, pytest.skip.Exception) as exc:  # every check sharing it sees it
                 outcome = (None, exc)
             self._cache[key] = (outcome, self.client.log[before:])
         else:

@@ -11,7 +11,7 @@ import pytest
 from conformance import cli
 from conformance.reporting import json_report, junit, terminal
 from conformance.requirements import by_id
-from conformance.results import CheckResult, Report, ServerInfo, Status, decide, exit_code
+from conformance.results import CheckResult, Report, ServerInfo, SkipKind, Status, decide, exit_code
 
 
 def make_report(statuses: dict[str, Status], harness_error: str = "") -> Report:
@@ -78,6 +78,7 @@ def test_json_report_validates(tmp_path: Path) -> None:
         "text",
         "status",
         "reason",
+        "skip_kind",
         "checks",
     }
     json_report.validate(json_report.document([report, report]))
@@ -85,6 +86,27 @@ def test_json_report_validates(tmp_path: Path) -> None:
     bad = dict(data, extra=1)
     with pytest.raises(jsonschema.ValidationError):
         json_report.validate(bad)
+
+
+def test_limit_skips_are_reported_apart() -> None:
+    """A skip for the server's configuration is counted and named apart from "absent"."""
+    req = by_id()["GEN-REQ-008"]
+    reason = "limit: checking n choices needs n = 3; the server takes at most n = 1"
+    limited = decide(req, [CheckResult("c", Status.SKIP, reason, skip_kind=SkipKind.LIMIT)])
+    absent = decide(by_id()["AUTH-001"], [CheckResult("d", Status.SKIP, "not applicable: x")])
+    report = make_report({})
+    report.requirements = [limited, absent]
+    report.server.limits = {"max_n": 1, "max_model_len": 4096}
+    report.server.limits_text = "max_model_len 4096, max n 1"
+    assert report.summary.skipped == 2 and report.summary.skipped_for_limits == 1
+    data = json_report.to_dict(report)
+    json_report.validate(data)
+    assert data["server"]["limits"]["max_n"] == 1
+    assert [r["skip_kind"] for r in data["requirements"]] == ["limit", "absent"]
+    text = terminal.render([report])
+    assert "limits: max_model_len 4096, max n 1" in text
+    assert "not exercised under this server's limits: GEN-REQ-008" in text
+    assert "(1 for limits)" in text
 
 
 def test_junit_and_terminal(tmp_path: Path) -> None:

@@ -102,6 +102,7 @@ def test_seed_reproducible(tito: Session) -> None:
 @checks("GEN-REQ-008")
 def test_n_choices(tito: Session) -> None:
     tito.need_generate()
+    tito.need_n(3, "checking n choices")
     data = api.generate(tito, api.seeded(4, n=3))
     indexes = sorted(int(c.get("index", -1)) for c in choices_of(data))
     if indexes != [0, 1, 2]:
@@ -111,14 +112,20 @@ def test_n_choices(tito: Session) -> None:
 @checks("GEN-REQ-009")
 def test_default_max_tokens_not_16(tito: Session) -> None:
     tito.need_generate()
+    tito.need_room(17, "telling the default max_tokens from 16")
     payload = api.body(None, ignore_eos=True) | {"stream": True}
     rid = tito.rid("default-max")
-    with tito.client.stream(api.GENERATE, payload, headers={"X-Request-Id": rid}) as st:
+    deadline = max(tito.config.stream_deadline, tito.timeout_for(17))
+    with tito.client.stream(
+        api.GENERATE, payload, headers={"X-Request-Id": rid}, deadline=deadline
+    ) as st:
         if st.status != 200:
             fail(f"stream without max_tokens answered {st.status}: {st.read_body().body[:200]!r}")
-        got = api.read_stream(st, stop_after_tokens=17)
-    if tito.features.abort:
-        tito.client.post(api.ABORT, {"request_ids": [f"generate-tokens-{rid}"]})
+        got = api.read_stream(st, stop_after_tokens=17, s=tito)
+        named = next((c.get("request_id") for c in got.chunks if c.get("request_id")), None)
+        if tito.features.abort:  # the rest of a context-long request is not needed
+            target = named if isinstance(named, str) else f"generate-tokens-{rid}"
+            tito.client.post(api.ABORT, {"request_ids": [target]})
     tokens = sum(len(c.token_ids) for c in got.choices().values())
     finishes = [c.finish_reason for c in got.choices().values()]
     if tokens <= 16 and "length" in finishes:
@@ -166,7 +173,8 @@ def test_optional_fields_accepted(tito: Session) -> None:
 @checks("GEN-RESP-002")
 def test_finish_reason_set(tito: Session) -> None:
     tito.need_generate()
-    for i, choice in enumerate(choices_of(api.generate(tito, api.seeded(6, n=2)))):
+    n = tito.limits.n(2)
+    for i, choice in enumerate(choices_of(api.generate(tito, api.seeded(6, n=n)))):
         if choice.get("finish_reason") not in ("stop", "length", "abort"):
             fail(f"choice {i} finish_reason is {choice.get('finish_reason')!r}")
 
@@ -175,7 +183,7 @@ def test_finish_reason_set(tito: Session) -> None:
 def test_usage_counts(tito: Session) -> None:
     tito.need_generate()
     check_usage(basic(tito), len(api.PROMPT))
-    check_usage(api.generate(tito, api.seeded(5, n=2)), len(api.PROMPT))
+    check_usage(api.generate(tito, api.seeded(5, n=tito.limits.n(2))), len(api.PROMPT))
 
 
 @checks("GEN-RESP-004")

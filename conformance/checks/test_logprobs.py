@@ -10,17 +10,23 @@ from conformance.session import Session
 K = 5
 
 
+def top_k(s: Session) -> int:
+    """K, or the server's max_logprobs if smaller."""
+    return s.limits.logprobs(K)
+
+
 def with_logprobs(s: Session) -> dict:
-    return s.remember(
-        "logprobs", lambda: api.generate(s, api.seeded(8, n=2, logprobs=K, ignore_eos=True))
-    )
+    payload = api.seeded(8, n=s.limits.n(2), logprobs=top_k(s), ignore_eos=True)
+    return s.remember("logprobs", lambda: api.generate(s, payload))
 
 
 def entries(s: Session) -> list[tuple[str, list[dict], list[int]]]:
     out = []
     for choice in choices_of(with_logprobs(s)):
         where = f"choice {choice.get('index')}"
-        out.append((where, semantics.token_logprobs(choice, K, where), choice["token_ids"]))
+        found = choice.get("token_ids")
+        ids: list[int] = found if isinstance(found, list) else []
+        out.append((where, semantics.token_logprobs(choice, top_k(s), where), ids))
     return out
 
 
@@ -85,8 +91,9 @@ def test_logprobs_finite_nonpositive(tito: Session) -> None:
 @checks("LOGP-008")
 def test_top_logprobs_count(tito: Session) -> None:
     tito.need_generate()
-    for k in (0, K):
-        data = with_logprobs(tito) if k == K else api.generate(tito, api.seeded(4, logprobs=0))
+    k_max = top_k(tito)
+    for k in dict.fromkeys((0, k_max)):
+        data = with_logprobs(tito) if k == k_max else api.generate(tito, api.seeded(4, logprobs=0))
         for choice in choices_of(data):
             for i, entry in enumerate(semantics.token_logprobs(choice, k)):
                 if len(entry.get("top_logprobs") or []) != max(k, 1):
@@ -99,7 +106,12 @@ def test_top_logprobs_count(tito: Session) -> None:
 @checks("LOGP-009")
 def test_logprobs_above_max(tito: Session) -> None:
     tito.need_generate()
-    api.rejected(tito, api.body(2, logprobs=21), what="logprobs 21")
+    above = semantics.over_max_logprobs(tito)
+    api.rejected(
+        tito,
+        api.body(2, logprobs=above),
+        what=f"logprobs {above} (the server's maximum is {tito.limits.max_logprobs or 20})",
+    )
 
 
 @checks("LOGP-010")

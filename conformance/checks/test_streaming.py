@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conformance import api
 from conformance.registry import checks
-from conformance.semantics import choices_of, fail
+from conformance.semantics import choices_of, fail, over_max_logprobs
 from conformance.session import Session
 
 
@@ -12,7 +12,7 @@ def seeded_pair(s: Session) -> tuple[dict, api.Streamed]:
     """The same seeded request (n=2, logprobs) once whole and once streamed."""
 
     def make() -> tuple[dict, api.Streamed]:
-        payload = api.seeded(10, n=2, logprobs=2)
+        payload = api.seeded(10, n=s.limits.n(2), logprobs=s.limits.logprobs(2))
         return api.generate(s, payload), api.stream(s, payload)
 
     return s.remember("seeded-pair", make)
@@ -90,6 +90,7 @@ def test_finish_reason_only_last(tito: Session) -> None:
 @checks("STREAM-006")
 def test_one_choice_per_chunk(tito: Session) -> None:
     tito.need_generate()
+    tito.need_n(2, "telling one choice per chunk from several")
     for i, chunk in enumerate(streamed(tito).chunks):
         if "choices" in chunk and len(chunk["choices"]) > 1:
             fail(f"chunk {i} carries {len(chunk['choices'])} choices")
@@ -120,14 +121,15 @@ def test_include_usage(tito: Session) -> None:
 @checks("STREAM-008")
 def test_engine_rejection_is_error_event(tito: Session) -> None:
     tito.need_generate()
-    payload = api.body(2, logprobs=21) | {"stream": True}
+    above = over_max_logprobs(tito)
+    payload = api.body(2, logprobs=above) | {"stream": True}
     with tito.client.stream(api.GENERATE, payload) as st:
         if st.status != 200:
             fail(
-                f"a streamed request with logprobs 21 answered HTTP {st.status}, not a 200 "
-                f"with an error event"
+                f"a streamed request with logprobs {above} (above the server's maximum) answered "
+                f"HTTP {st.status}, not a 200 with an error event"
             )
-        got = api.read_stream(st)
+        got = api.read_stream(st, s=tito)
     if len(got.errors) != 1 or not got.done:
         fail(
             f"expected one error event then [DONE]; got {len(got.errors)} error events, "

@@ -15,12 +15,12 @@ PLACEHOLDER = re.compile(r"^token_id:(\d+)$")
 SPECIAL = re.compile(r"^<\|.+\|>$")
 
 
-def text_payload() -> dict:
-    return api.seeded(10, n=2, logprobs=2) | {"output_mode": "text"}
+def text_payload(s: Session) -> dict:
+    return api.seeded(10, n=s.limits.n(2), logprobs=s.limits.logprobs(2)) | {"output_mode": "text"}
 
 
 def text_response(s: Session) -> dict:
-    return s.remember("text", lambda: api.generate(s, text_payload(), what="text-mode generate"))
+    return s.remember("text", lambda: api.generate(s, text_payload(s), what="text-mode generate"))
 
 
 def items(s: Session) -> list[tuple[str, dict]]:
@@ -76,7 +76,7 @@ def test_text_logprobs_shape(tito: Session) -> None:
 @checks("TEXT-004")
 def test_text_mode_same_tokens(tito: Session) -> None:
     tito.need("text-mode")
-    payload = text_payload()
+    payload = text_payload(tito)
     payload.pop("output_mode")
     tokens = api.generate(tito, payload)
     for a, b in zip(choices_of(tokens), choices_of(text_response(tito)), strict=False):
@@ -160,7 +160,7 @@ def test_skip_special_tokens(tito: Session) -> None:
 @checks("TEXT-009")
 def test_text_deltas(tito: Session) -> None:
     tito.need("text-mode")
-    got = api.stream(tito, text_payload())
+    got = api.stream(tito, text_payload(tito))
     joined = got.choices()
     for choice in choices_of(text_response(tito)):
         part = joined.get(choice.get("index", 0))

@@ -29,6 +29,7 @@ def to_dict(report: Report) -> dict[str, Any]:
             "version": report.server.version,
             "detected_features": list(report.server.detected_features),
             "claimed_features": list(report.server.claimed_features),
+            "limits": dict(report.server.limits),
         },
         "started_at": report.started_at,
         "duration_s": report.duration_s,
@@ -38,6 +39,7 @@ def to_dict(report: Report) -> dict[str, Any]:
             "skipped": s.skipped,
             "errors": s.errors,
             "warnings": s.warnings,
+            "skipped_for_limits": s.skipped_for_limits,
         },
         "requirements": [_requirement(r, report.harness_error) for r in report.requirements],
     }
@@ -55,6 +57,7 @@ def _requirement(result: RequirementResult, harness_error: str) -> dict[str, Any
         "text": req.text,
         "status": result.status.value,
         "reason": reason,
+        "skip_kind": result.skip_kind.value or None,
         "checks": [
             {
                 "name": c.name,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..requirements import Feature
-from ..results import Report, Status
+from ..results import Report, SkipKind, Status
 
 
 def render(reports: list[Report], verbose: bool = False) -> str:
@@ -21,6 +21,8 @@ def _one(report: Report, verbose: bool) -> str:
         f"detected: {', '.join(server.detected_features) or 'nothing'}; "
         f"claimed: {', '.join(server.claimed_features) or 'nothing'}",
     ]
+    if server.limits_text:
+        lines.append(f"   limits: {server.limits_text}")
     if report.harness_error:
         lines.append(f"   HARNESS ERROR: {report.harness_error}")
     counts: dict[Feature, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -51,9 +53,18 @@ def _one(report: Report, verbose: bool) -> str:
         elif verbose and r.status is Status.SKIP:
             lines.append(f"   skip {r.requirement.id}: {r.reason[:200]}")
     s = report.summary
+    limited = [r for r in report.requirements if r.skip_kind is SkipKind.LIMIT]
+    if limited:
+        lines.append(
+            f"   {len(limited)} requirement(s) not exercised under this server's limits: "
+            + ", ".join(r.requirement.id for r in limited)
+        )
+        for r in limited if verbose else limited[:3]:
+            lines.append(f"      {r.requirement.id}: {r.reason[:200]}")
     verdict = "FAILED" if s.failed or s.errors else "PASSED"
     lines.append(
         f"   {verdict}: {s.passed} passed, {s.failed} failed, {s.warnings} warnings, "
-        f"{s.skipped} skipped, {s.errors} errors in {report.duration_s:.1f} s"
+        f"{s.skipped} skipped ({s.skipped_for_limits} for limits), {s.errors} errors in "
+        f"{report.duration_s:.1f} s"
     )
     return "\n".join(lines)

@@ -176,4 +176,11 @@ REQUIREMENTS = [
         "the last two need `--enable-return-routed-experts` / `--return-sampling-mask`.",
         "without those flags routed_experts and sampling_mask are null or absent",
     ),
+    Requirement(
+        "SCHEMA-GEN-001",
+        MUST,
+        F,
+        "The top level adds request_id, usage, prompt_token_ids and prompt_logprobs.",
+        "every non-streamed generate response is valid against the spec's GenerateResponse",
+    ),
 ]

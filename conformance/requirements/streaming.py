@@ -87,4 +87,11 @@ REQUIREMENTS = [
         expected_status=400,
         evidence="vllm-cpu.md 'More behaviour'",
     ),
+    Requirement(
+        "SCHEMA-STREAM-001",
+        MUST,
+        F,
+        "Stream chunks carry the same per-choice fields for the new tokens.",
+        "every stream event is valid against the spec's GenerateStreamPayload",
+    ),
 ]

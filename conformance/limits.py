@@ -1,0 +1,186 @@
+"""What the server's configuration allows, learned once before any check runs.
+
+A correct server started with `--max-num-seqs 1`, `--max-logprobs 5` or `--max-model-len 128`
+rejects requests beyond those limits, correctly; a check that sends them would read the server's
+own 400 as its failure. So the probe learns the limits (and the server's pace, so nothing that
+waits is timed by a constant), and checks size their requests to them. A requirement that the
+configuration cannot exercise is a skip that names the limit, never a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .http import Client, ServerBroke
+
+GENERATE = "/inference/v1/generate"
+PROBE_PROMPT = [10, 11, 12]
+PROBE_N = 64  # the largest n asked for; a server accepting it has no limit a check can reach
+PROBE_LOGPROBS = 64
+PACE_TOKENS = 8
+# vLLM 0.32's own words (captures n5_gt_max_num_seqs, logprobs_21):
+N_LIMIT = re.compile(r"max_num_seqs \((\d+)\)")
+LOGPROBS_LIMIT = re.compile(r"max allowed: (-?\d+)")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """None means "no limit found" (up to what the probe asked for, or not reported)."""
+
+    max_model_len: int | None = None
+    max_n: int | None = None
+    max_logprobs: int | None = None
+    ttft_s: float | None = None  # time to the first token chunk of a warm stream
+    itl_s: float | None = None  # median time between token chunks
+    evidence: dict[str, str] = field(default_factory=dict)
+
+    def n(self, wanted: int) -> int:
+        """`wanted`, or the server's largest n if that is smaller."""
+        return wanted if self.max_n is None else max(1, min(wanted, self.max_n))
+
+    def logprobs(self, wanted: int) -> int:
+        return wanted if self.max_logprobs is None else max(0, min(wanted, self.max_logprobs))
+
+    def room(self, prompt_len: int) -> int | None:
+        """How many tokens fit after a prompt of `prompt_len` tokens."""
+        return None if self.max_model_len is None else self.max_model_len - prompt_len
+
+    def seconds_for(self, tokens: int) -> float:
+        """How long `tokens` output tokens take at this server's pace (0 when unknown)."""
+        return (self.ttft_s or 0.0) + (self.itl_s or 0.0) * max(0, tokens)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "max_model_len": self.max_model_len,
+            "max_n": self.max_n,
+            "max_logprobs": self.max_logprobs,
+            "ttft_s": self.ttft_s,
+            "itl_s": self.itl_s,
+        }
+
+    def describe(self) -> str:
+        def show(value: Any, unit: str = "") -> str:
+            return "?" if value is None else f"{value}{unit}"
+
+        def ms(value: float | None) -> str:
+            return "?" if value is None else f"{value * 1000:.1f} ms"
+
+        return (
+            f"max_model_len {show(self.max_model_len)}, max n {show(self.max_n)}"
+            f"{'' if self.max_n is not None else f' (>= {PROBE_N})'}, max logprobs "
+            f"{show(self.max_logprobs)}"
+            f"{'' if self.max_logprobs is not None else f' (>= {PROBE_LOGPROBS})'}; pace: first "
+            f"token {ms(self.ttft_s)}, then {ms(self.itl_s)}/token"
+        )
+
+
+def _body(**sampling: Any) -> dict[str, Any]:
+    return {
+        "token_ids": PROBE_PROMPT,
+        "sampling_params": {"max_tokens": 1, "temperature": 0, **sampling},
+    }
+
+
+def _message(reply: Any) -> str:
+    try:
+        data = reply.json()
+    except ServerBroke:
+        return reply.body[:300].decode("utf-8", "replace")
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict):
+        return str(error.get("message", ""))
+    return str(data)[:300]
+
+
+def _largest_accepted(
+    client: Client,
+    key: str,
+    probe: int,
+    pattern: re.Pattern[str],
+    steps: tuple[int, ...],
+    **sampling: Any,
+) -> tuple[int | None, str]:
+    """Ask for `probe`; a 400 naming the limit gives it; otherwise step down to what passes."""
+    try:
+        reply = client.post(GENERATE, _body(**sampling, **{key: probe}))
+    except ServerBroke as exc:
+        return None, f"{key} {probe}: {exc}"
+    if reply.status == 200:
+        return None, f"{key} {probe} was accepted"
+    found = pattern.search(_message(reply))
+    if reply.status == 400 and found:
+        return int(found.group(1)), f"{key} {probe}: 400 {_message(reply)[:160]!r}"
+    for step in steps:
+        try:
+            if client.post(GENERATE, _body(**sampling, **{key: step})).status == 200:
+                return step, f"{key} {probe} answered {reply.status}; {step} was accepted"
+        except ServerBroke:
+            break
+    return steps[-1], f"{key} {probe} answered {reply.status}; nothing larger was accepted"
+
+
+def _max_model_len(client: Client, model: str | None) -> tuple[int | None, str]:
+    try:
+        reply = client.get("/v1/models")
+        data = reply.json() if reply.status == 200 else None
+    except ServerBroke:
+        return None, "GET /v1/models did not answer"
+    entries = data.get("data") if isinstance(data, dict) else None
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        value = entry.get("max_model_len")
+        if isinstance(value, int) and value > 0 and (model is None or entry.get("id") == model):
+            return value, f"/v1/models: {entry.get('id')} max_model_len {value}"
+    return None, "/v1/models names no max_model_len"
+
+
+def _carries_tokens(data: str) -> bool:
+    try:
+        chunk = json.loads(data)
+    except ValueError:
+        return False
+    choices = chunk.get("choices") if isinstance(chunk, dict) else None
+    return any(isinstance(c, dict) and c.get("token_ids") for c in choices or [])
+
+
+def _pace(client: Client) -> tuple[float | None, float | None, str]:
+    """A short warm stream: when its first token came, and the median gap after it."""
+    body = _body(max_tokens=PACE_TOKENS, ignore_eos=True) | {"stream": True}
+    times: list[float] = []
+    try:
+        started = time.monotonic()
+        with client.stream(GENERATE, body) as stream:
+            if stream.status != 200:
+                return None, None, f"the pace stream answered {stream.status}"
+            for data in stream.events():
+                if _carries_tokens(data):
+                    times.append(time.monotonic() - started)
+    except ServerBroke as exc:
+        return None, None, f"the pace stream broke: {exc}"
+    if not times:
+        return None, None, "the pace stream carried no token"
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    itl = statistics.median(gaps) if gaps else None
+    return round(times[0], 4), None if itl is None else round(itl, 5), f"{len(times)} chunks"
+
+
+def probe_limits(client: Client, model: str | None) -> Limits:
+    """Learn the limits of a server whose generate works (a handful of small requests)."""
+    evidence: dict[str, str] = {}
+    max_model_len, evidence["max_model_len"] = _max_model_len(client, model)
+    max_n, evidence["max_n"] = _largest_accepted(  # n > 1 needs sampling: greedy is n = 1 only
+        client, "n", PROBE_N, N_LIMIT, (8, 4, 2, 1), temperature=1.0, seed=1
+    )
+    max_logprobs, evidence["max_logprobs"] = _largest_accepted(
+        client, "logprobs", PROBE_LOGPROBS, LOGPROBS_LIMIT, (20, 5, 1, 0)
+    )
+    if max_logprobs is not None and max_logprobs < 0:  # vLLM's -1: the whole vocabulary
+        max_logprobs = None
+    ttft, itl, evidence["pace"] = _pace(client)
+    return Limits(max_model_len, max_n, max_logprobs, ttft, itl, evidence)
