@@ -143,6 +143,14 @@ class Choice:
     stop_reason: Any = None
 
 
+def index_of(value: Any) -> int:
+    """A choice index as a number, read leniently: its type is SCHEMA-STREAM-001's business."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
 @dataclass
 class Streamed:
     status: int
@@ -156,7 +164,8 @@ class Streamed:
         joined: dict[int, Choice] = {}
         for chunk in self.chunks:
             for choice in chunk.get("choices") or []:
-                c = joined.setdefault(choice.get("index", 0), Choice(choice.get("index", 0)))
+                index = index_of(choice.get("index", 0))
+                c = joined.setdefault(index, Choice(index))
                 c.chunks.append(choice)
                 c.token_ids += choice.get("token_ids") or []
                 c.text += choice.get("text") or ""

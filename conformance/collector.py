@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
+from .assemble import report_from
 from .http import ServerBroke
 from .in_flight import Inconclusive
 from .registry import requirements_of, runs_last
 from .results import CheckResult, SkipKind, Status
-from .session import LIMIT_PREFIX, Session, SuiteConfig
+from .session import BLOCKED_PREFIX, LIMIT_PREFIX, Session, SuiteConfig
 
 
 class Collector:
@@ -48,7 +49,6 @@ class Collector:
         if not self.summary:
             return
         from .reporting.terminal import render
-        from .runner import report_from
 
         report = report_from(self.config, self.session, self.outcomes)
         terminalreporter.write_line("")
@@ -102,7 +102,13 @@ class Collector:
         if report.skipped:
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else "skipped"
             reason = reason.removeprefix("Skipped: ")
-            kind = SkipKind.LIMIT if reason.startswith(LIMIT_PREFIX) else SkipKind.ABSENT
+            kind = (
+                SkipKind.LIMIT
+                if reason.startswith(LIMIT_PREFIX)
+                else SkipKind.BLOCKED
+                if reason.startswith(BLOCKED_PREFIX)
+                else SkipKind.ABSENT
+            )
             skipped = CheckResult(name, Status.SKIP, reason, duration_s=took, skip_kind=kind)
             self.outcomes.append((ids, skipped))
             return

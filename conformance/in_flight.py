@@ -232,7 +232,7 @@ def whole_with(
     every = max(MIN_MARGIN_S, 10 * (s.limits.itl_s or 0.0))
     while worker.is_alive():
         sent = time.monotonic() - started
-        answer = action(f"generate-tokens-{rid}")
+        answer = action(f"generate-tokens-{rid}")  # the documented id (GEN-RESP-004)
         if line.action is None:
             line.action, line.action_sent_s = answer, sent
             line.action_answered_s = time.monotonic() - started

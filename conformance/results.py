@@ -15,6 +15,7 @@ class SkipKind(StrEnum):
     NONE = ""
     ABSENT = "absent"  # the feature is not there (detected absent, or not applicable)
     LIMIT = "limit"  # the server's configuration (max_num_seqs, max_logprobs, context) forbids it
+    BLOCKED = "blocked"  # a requirement it builds on failed (generate itself does not work)
 
 
 class Status(StrEnum):
@@ -47,8 +48,9 @@ class RequirementResult:
     def skip_kind(self) -> SkipKind:
         if self.status is not Status.SKIP:
             return SkipKind.NONE
-        if any(c.skip_kind is SkipKind.LIMIT for c in self.checks):
-            return SkipKind.LIMIT
+        for kind in (SkipKind.BLOCKED, SkipKind.LIMIT):
+            if any(c.skip_kind is kind for c in self.checks):
+                return kind
         return SkipKind.ABSENT
 
     @property

@@ -10,15 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from . import __version__
+from .assemble import SUITE_NAME, build, report_from
 from .collector import Collector
-from .document import SPEC_VERSION
 from .features import ProbeError
-from .requirements import all_requirements
-from .results import CheckResult, Report, ServerInfo, decide
+from .results import Report
 from .session import Session, SuiteConfig
 
-SUITE_NAME = "tito-conformance"
 CHECKS_DIR = Path(__file__).parent / "checks"
 
 
@@ -55,7 +52,7 @@ def run(config: SuiteConfig) -> Report:
     try:
         session = Session.open(config)
     except ProbeError as exc:
-        return _report(config, None, started_at, t0, [], harness_error=str(exc))
+        return build(config, None, started_at, t0, [], harness_error=str(exc))
     collector = Collector(config, session)
     output = io.StringIO()
     try:
@@ -70,52 +67,7 @@ def run(config: SuiteConfig) -> Report:
         pytest.ExitCode.NO_TESTS_COLLECTED,
     ):
         error = f"pytest exited with {code!r}:\n{output.getvalue()[-3000:]}"
-    return _report(config, session, started_at, t0, collector.outcomes, harness_error=error)
+    return build(config, session, started_at, t0, collector.outcomes, harness_error=error)
 
 
-def report_from(
-    config: SuiteConfig,
-    session: Session | None,
-    outcomes: list[tuple[tuple[str, ...], CheckResult]],
-) -> Report:
-    """A report for outcomes gathered elsewhere (the pytest plugin mode)."""
-    started = session.started if session is not None else time.monotonic()
-    started_at = datetime.now(UTC).isoformat(timespec="seconds")
-    return _report(config, session, started_at, started, outcomes)
-
-
-def _report(
-    config: SuiteConfig,
-    session: Session | None,
-    started_at: str,
-    t0: float,
-    outcomes: list[tuple[tuple[str, ...], CheckResult]],
-    harness_error: str = "",
-) -> Report:
-    features = session.features if session is not None else None
-    results = [
-        decide(req, [check for ids, check in outcomes if req.id in ids])
-        for req in all_requirements()
-    ]
-    if harness_error:
-        for result in results:
-            if not result.checks:
-                result.reason = "not run: the harness could not test this server"
-    return Report(
-        suite_name=SUITE_NAME,
-        suite_version=__version__,
-        spec_version=SPEC_VERSION,
-        server=ServerInfo(
-            base_url=config.base_url,
-            version=features.version if features else None,
-            detected_features=features.names() if features else [],
-            claimed_features=sorted(config.expect),
-            profile=config.profile,
-            limits=session.limits.as_dict() if session is not None else {},
-            limits_text=session.limits.describe() if session is not None and features else "",
-        ),
-        started_at=started_at,
-        duration_s=round(time.monotonic() - t0, 3),
-        requirements=results,
-        harness_error=harness_error,
-    )
+__all__ = ["SUITE_NAME", "pytest_args", "report_from", "run"]

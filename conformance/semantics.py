@@ -50,20 +50,43 @@ def check_integer_ids(content: list[dict[str, Any]], where: str) -> None:
                 fail(f"{where}: entry {i} item {j} token_id is {tid!r}, not an integer")
 
 
+def token_id_of(item: Any) -> Any:
+    """The token an entry names, in either form: the integer `token_id`, or the older
+    `"token_id:<id>"` string (whose use is LOGP-001's failure, not every logprob check's)."""
+    if not isinstance(item, dict):
+        return None
+    tid = item.get("token_id")
+    if isinstance(tid, int) and not isinstance(tid, bool):
+        return tid
+    for legacy in (tid, item.get("token")):
+        if isinstance(legacy, str) and legacy.startswith("token_id:"):
+            digits = legacy.removeprefix("token_id:")
+            return int(digits) if digits.isdigit() else legacy
+    return tid
+
+
+def is_legacy(item: Any) -> bool:
+    """An entry in the older form: no integer token_id, a `"token_id:<id>"` string instead."""
+    if not isinstance(item, dict):
+        return False
+    tid = item.get("token_id")
+    if isinstance(tid, int) and not isinstance(tid, bool):
+        return False
+    return any(isinstance(v, str) and v.startswith("token_id:") for v in (tid, item.get("token")))
+
+
 def check_sampled_first(content: list[dict[str, Any]], token_ids: list[int], where: str) -> None:
     for i, entry in enumerate(content):
         top = entry.get("top_logprobs") or []
         if not top:
             fail(f"{where}: entry {i} has an empty top_logprobs")
-        if i < len(token_ids) and entry.get("token_id") != token_ids[i]:
+        sampled = token_id_of(entry)
+        if i < len(token_ids) and sampled != token_ids[i]:
+            fail(f"{where}: entry {i} token_id {sampled} != token_ids[{i}] {token_ids[i]}")
+        if token_id_of(top[0]) != sampled:
             fail(
-                f"{where}: entry {i} token_id {entry.get('token_id')} != token_ids[{i}] "
-                f"{token_ids[i]}"
-            )
-        if top[0].get("token_id") != entry.get("token_id"):
-            fail(
-                f"{where}: entry {i}: the sampled token {entry.get('token_id')} is not first in "
-                f"top_logprobs (first is {top[0].get('token_id')})"
+                f"{where}: entry {i}: the sampled token {sampled} is not first in "
+                f"top_logprobs (first is {token_id_of(top[0])})"
             )
 
 

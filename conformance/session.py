@@ -17,6 +17,7 @@ from .limits import Limits, probe_limits
 
 T = TypeVar("T")
 LIMIT_PREFIX = "limit:"  # a skip because of the server's configuration, not a missing feature
+BLOCKED_PREFIX = "blocked:"  # not judged: a requirement it builds on fails (named in the reason)
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,8 @@ class Session:
     def need(self, *names: str) -> None:
         """Skip unless the server has these features; fail if they were claimed but are absent."""
         detected = set(self.features.names())
+        if self.features.generate == "broken":  # nothing can be detected; GEN-001 says why
+            self.need_generate()
         for name in names:
             if name in detected:
                 continue
@@ -121,10 +124,14 @@ class Session:
         """A per-request bound that scales with the server's pace, never below the config's."""
         return max(self.config.timeout, 3 * self.limits.seconds_for(tokens) + 2)
 
-    def need_generate(self) -> None:
-        """Generate must work: a broken (hung, garbage) generate is a failure, not a skip."""
+    def need_generate(self, judged_here: bool = False) -> None:
+        """Generate must work. A broken (hung, garbage) generate fails GEN-001 (`judged_here`);
+        every other check it blocks says so, so the report names the one thing to fix."""
         if self.features.generate == "broken":
-            pytest.fail(f"generate does not work: {self.features.why_not('scale-out')}")
+            why = f"generate does not work: {self.features.why_not('scale-out')}"
+            if judged_here:
+                pytest.fail(why)
+            pytest.skip(f"{BLOCKED_PREFIX} {why} (GEN-001)")
         if self.features.generate != "enabled":
             self.need("scale-out")
 

@@ -30,11 +30,18 @@ def aborted_stream(
 
     def attempt(max_tokens: int, number: int) -> Timeline:
         def abort(request_id: str) -> Reply:
-            return s.client.post(path, {"request_ids": [request_id]}, auth=auth)
+            return s.client.post(path, {"request_ids": ids_for(request_id)}, auth=auth)
 
         return stream_with(s, s.rid(f"abort-stream-{number}"), max_tokens, abort)
 
     return overlapped(s, attempt, f"aborting a stream through {path}")
+
+
+def ids_for(request_id: str) -> list[str]:
+    """The id to abort, with and without the documented prefix: a server that gets the prefix
+    wrong fails GEN-RESP-004, not every abort check."""
+    bare = request_id.removeprefix("generate-tokens-")
+    return list(dict.fromkeys([request_id, f"generate-tokens-{bare}", bare]))
 
 
 def stream_case(s: Session) -> tuple[Timeline, Outcome]:
@@ -101,7 +108,8 @@ def aborted_whole(s: Session) -> tuple[Timeline, Outcome]:
     def make() -> tuple[Timeline, Outcome]:
         def attempt(max_tokens: int, number: int) -> Timeline:
             def abort(request_id: str) -> Reply:
-                return s.client.post(api.ABORT, {"request_ids": [request_id]})
+                # also the bare id: a server that drops the prefix fails GEN-RESP-004, not this
+                return s.client.post(api.ABORT, {"request_ids": ids_for(request_id)})
 
             pace = s.limits
             delay = (pace.ttft_s or 0.0) + 0.25 * (pace.itl_s or 0.0) * max_tokens

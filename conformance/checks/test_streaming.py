@@ -46,7 +46,7 @@ def test_deltas_concatenate(tito: Session) -> None:
     whole, got = seeded_pair(tito)
     joined = got.choices()
     for choice in choices_of(whole):
-        index = choice.get("index", 0)
+        index = api.index_of(choice.get("index", 0))
         part = joined.get(index)
         if part is None:
             fail(f"choice {index} never appeared in the stream")

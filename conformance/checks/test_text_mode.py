@@ -163,7 +163,7 @@ def test_text_deltas(tito: Session) -> None:
     got = api.stream(tito, text_payload(tito))
     joined = got.choices()
     for choice in choices_of(text_response(tito)):
-        part = joined.get(choice.get("index", 0))
+        part = joined.get(api.index_of(choice.get("index", 0)))
         if part is None or part.text != choice.get("text"):
             fail(
                 f"choice {choice.get('index')}: streamed text {part.text if part else None!r} "
