@@ -11,7 +11,8 @@ import pytest
 from .assemble import report_from
 from .http import ServerBroke
 from .in_flight import Inconclusive
-from .registry import requirements_of, runs_last
+from .registry import needs_of, requirements_of, runs_last
+from .requirements import by_id
 from .results import CheckResult, SkipKind, Status
 from .session import BLOCKED_PREFIX, LIMIT_PREFIX, Session, SuiteConfig
 
@@ -76,12 +77,18 @@ class Collector:
 
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         self._started[item.nodeid] = time.monotonic()
+        function = getattr(item, "function", None)
+        if requirements_of(function):
+            self.open()  # plugin mode opens lazily; a probe error is this check's error
         if self.session is not None:
             self.session.client.log.clear()
             if self.session.overdue:
                 raise RuntimeError(
                     f"run deadline of {self.config.deadline_s:g} s exceeded before this check"
                 )
+            ids = requirements_of(function)
+            what = by_id()[ids[0]].title if ids else item.name
+            self.session.applies(needs_of(function), what)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(
@@ -113,10 +120,12 @@ class Collector:
             self.outcomes.append((ids, skipped))
             return
         excinfo = call.excinfo
-        failure = (
-            excinfo is not None
-            and report.when == "call"
-            and excinfo.errisinstance((AssertionError, ServerBroke, pytest.fail.Exception))
+        failure = excinfo is not None and (
+            (
+                report.when == "call"
+                and excinfo.errisinstance((AssertionError, ServerBroke, pytest.fail.Exception))
+            )
+            or excinfo.errisinstance(pytest.fail.Exception)  # a claimed feature is absent
         )
         if excinfo is None:
             message = str(report.longrepr)

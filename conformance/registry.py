@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .requirements import by_id
@@ -17,11 +18,30 @@ from .requirements import by_id
 F = TypeVar("F", bound=Callable[..., Any])
 ATTRIBUTE = "__tito_requirements__"
 LAST = "__tito_last__"
+NEEDS = "__tito_needs__"
 _REGISTRY: dict[str, tuple[str, ...]] = {}
 
 
-def checks(*requirement_ids: str, last: bool = False, after_all: bool = False) -> Callable[[F], F]:
-    """Mark a check as deciding `requirement_ids`.
+@dataclass(frozen=True)
+class Needs:
+    """What a check needs from the server, decided by the collector before the check runs (as
+    Gateway API tests declare `Features`): detected features ("generate" = a working generate),
+    and limits: `n` choices, `room` output tokens after the usual prompt."""
+
+    features: tuple[str, ...] = ()
+    n: int | None = None
+    room: int | None = None
+
+
+def checks(
+    *requirement_ids: str,
+    needs: tuple[str, ...] = (),
+    n: int | None = None,
+    room: int | None = None,
+    last: bool = False,
+    after_all: bool = False,
+) -> Callable[[F], F]:
+    """Mark a check as deciding `requirement_ids`, needing `needs` (features), `n` and `room`.
 
     `after_all` checks judge what the others received (they run after them); `last` checks may
     take the server down, so they run after everything else."""
@@ -33,6 +53,7 @@ def checks(*requirement_ids: str, last: bool = False, after_all: bool = False) -
 
     def mark(fn: F) -> F:
         setattr(fn, ATTRIBUTE, tuple(requirement_ids))
+        setattr(fn, NEEDS, Needs(tuple(needs), n, room))
         setattr(fn, LAST, 2 if last else 1 if after_all else 0)
         _REGISTRY[f"{fn.__module__}.{fn.__qualname__}"] = tuple(requirement_ids)
         return fn
@@ -44,6 +65,11 @@ def requirements_of(fn: object) -> tuple[str, ...]:
     """The requirement IDs a collected check decides (empty if it is not a check)."""
     ids = getattr(fn, ATTRIBUTE, ())
     return tuple(ids) if isinstance(ids, tuple) else ()
+
+
+def needs_of(fn: object) -> Needs:
+    found = getattr(fn, NEEDS, None)
+    return found if isinstance(found, Needs) else Needs()
 
 
 def runs_last(fn: object) -> int:

@@ -14,6 +14,7 @@ import pytest
 from .features import KNOWN_FEATURES, Features, probe
 from .http import Client
 from .limits import Limits, probe_limits
+from .registry import Needs
 
 T = TypeVar("T")
 LIMIT_PREFIX = "limit:"  # a skip because of the server's configuration, not a missing feature
@@ -96,6 +97,18 @@ class Session:
                     f"{self.features.why_not(name)}"
                 )
             pytest.skip(f"not applicable: {self.features.why_not(name)}")
+
+    def applies(self, needs: Needs, what: str) -> None:
+        """Skip (or fail, for a claimed feature) unless the server meets a check's needs."""
+        features = [f for f in needs.features if f != "generate"]
+        if "generate" in needs.features:
+            self.need_generate()
+        if features:
+            self.need(*features)
+        if needs.n is not None:
+            self.need_n(needs.n, what)
+        if needs.room is not None:
+            self.need_room(needs.room, what)
 
     def need_n(self, n: int, why: str) -> None:
         """Skip, naming the limit, when the server's configuration cannot take `n` choices."""

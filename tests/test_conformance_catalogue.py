@@ -71,3 +71,25 @@ def test_document_copy_matches_shared_source() -> None:
     if not shared.exists():
         pytest.skip("the shared source is not on this machine (fresh clone)")
     assert shared.read_text(encoding="utf-8") == document_text()
+
+
+def test_checks_declare_what_they_need() -> None:
+    """Applicability is data the collector decides before a check runs, never a call inside it
+    (Gateway API's `Features`): a check body that skips itself could hide a gap."""
+    import inspect
+
+    from conformance.registry import needs_of
+
+    all_checks()
+    from conformance import checks as package
+
+    for module in package.__dict__.values():
+        if not inspect.ismodule(module):
+            continue
+        for name, fn in vars(module).items():
+            if not name.startswith("test_") or not callable(fn):
+                continue
+            source = inspect.getsource(fn)
+            assert "tito.need(" not in source and "tito.need_n(" not in source, name
+            if name != "test_minimal_generate":  # GEN-001 judges a broken generate itself
+                assert needs_of(fn).features, f"{name} declares no needs"

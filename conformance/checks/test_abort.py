@@ -66,26 +66,23 @@ def landed_or_skip(line: Timeline, outcome: Outcome) -> None:
         pytest.skip(f"not applicable: the abort did not land ({outcome}; judged by ABORT-002)")
 
 
-@checks("ABORT-001")
+@checks("ABORT-001", needs=("generate",))
 def test_abort_registered(tito: Session) -> None:
-    tito.need_generate()
     reply = tito.client.post(api.ABORT, {"request_ids": []})  # sent, so a failure shows it
     if reply.status in (404, 405):
         fail(f"generate is served but POST {api.ABORT} answered {reply.status}")
 
 
-@checks("ABORT-002")
+@checks("ABORT-002", needs=("abort",))
 def test_abort_stream(tito: Session) -> None:
-    tito.need("abort")
     line, outcome = stream_case(tito)
     judge_abort_landed(line, outcome, "the aborted stream")
     if not line.done:
         fail(f"the aborted stream did not end with data: [DONE]: {line.describe()}")
 
 
-@checks("STOP-005")
+@checks("STOP-005", needs=("abort",))
 def test_abort_stop_reason_null(tito: Session) -> None:
-    tito.need("abort")
     line, outcome = stream_case(tito)
     landed_or_skip(line, outcome)
     last = [c for c in line.choices() if c.get("finish_reason")][-1]
@@ -93,9 +90,8 @@ def test_abort_stop_reason_null(tito: Session) -> None:
         fail(f"an aborted choice has stop_reason {last.get('stop_reason')!r}, expected null")
 
 
-@checks("WV-003")
+@checks("WV-003", needs=("abort",))
 def test_abort_chunk_weight_versions(tito: Session) -> None:
-    tito.need("abort")
     line, outcome = stream_case(tito)
     landed_or_skip(line, outcome)
     last = [c for c in line.choices() if c.get("finish_reason")][-1]
@@ -121,16 +117,14 @@ def aborted_whole(s: Session) -> tuple[Timeline, Outcome]:
     return s.remember("abort-whole", make)
 
 
-@checks("ABORT-003")
+@checks("ABORT-003", needs=("abort",))
 def test_abort_non_streamed(tito: Session) -> None:
-    tito.need("abort")
     line, outcome = aborted_whole(tito)
     judge_abort_landed(line, outcome, "the aborted non-streamed request")
 
 
-@checks("ABORT-004")
+@checks("ABORT-004", needs=("abort",))
 def test_abort_keeps_partial_output(tito: Session) -> None:
-    tito.need("abort")
     line, outcome = aborted_whole(tito)
     landed_or_skip(line, outcome)
     if line.tokens:
@@ -144,24 +138,27 @@ def test_abort_keeps_partial_output(tito: Session) -> None:
     fail(f"the aborted request returned no tokens: {line.describe()}")
 
 
-@checks("ABORT-005")
+@checks("ABORT-005", needs=("abort",))
 def test_abort_missing_ids(tito: Session) -> None:
-    tito.need("abort")
     api.rejected(tito, {}, path=api.ABORT, what="abort without request_ids")
 
 
-@checks("ABORT-006")
+@checks("ABORT-006", needs=("abort",))
 def test_abort_empty_200(tito: Session) -> None:
-    tito.need("abort")
     reply = tito.client.post(api.ABORT, {"request_ids": [f"generate-tokens-{tito.rid('none')}"]})
     api.status_is(reply, 200, "abort of an unknown id")
     if reply.body.strip():
         fail(f"the abort response is not empty: {reply.body[:200]!r}")
 
 
-@checks("ABORT-007")
+@checks(
+    "ABORT-007",
+    needs=(
+        "tokens-only",
+        "legacy-abort",
+    ),
+)
 def test_legacy_abort(tito: Session) -> None:
-    tito.need("tokens-only", "legacy-abort")
     api.rejected(
         tito, {}, path=api.LEGACY_ABORT, auth=False, what="/abort_requests without request_ids"
     )
@@ -169,9 +166,8 @@ def test_legacy_abort(tito: Session) -> None:
     judge_abort_landed(line, outcome, "a stream aborted through /abort_requests")
 
 
-@checks("ABORT-008")
+@checks("ABORT-008", needs=("generate",))
 def test_no_legacy_abort_elsewhere(tito: Session) -> None:
-    tito.need_generate()
     if tito.features.tokens_only:
         pytest.skip("not applicable: the server is tokens-only")
     reply = tito.client.post(api.LEGACY_ABORT, {"request_ids": []}, auth=False)
@@ -179,9 +175,8 @@ def test_no_legacy_abort_elsewhere(tito: Session) -> None:
         fail(f"/abort_requests answered {reply.status} on a server without --tokens-only")
 
 
-@checks("ABORT-009")
+@checks("ABORT-009", needs=("mock-stats",))
 def test_disconnect_aborts(tito: Session) -> None:
-    tito.need("mock-stats")
     before = tito.client.get("/mock/stats", auth=False).json()
     with tito.client.stream(api.GENERATE, {**LONG, "stream": True}) as st:
         api.read_stream(st, stop_after_tokens=1, s=tito)

@@ -10,9 +10,8 @@ from conformance.session import Session
 RANK = "X-data-parallel-rank"
 
 
-@checks("AUTH-001")
+@checks("AUTH-001", needs=("api-key",))
 def test_generate_needs_key(tito: Session) -> None:
-    tito.need("api-key")
     api.rejected(tito, api.body(1), status=401, auth=False, what="generate without a key")
     api.rejected(
         tito,
@@ -25,9 +24,14 @@ def test_generate_needs_key(tito: Session) -> None:
     api.generate(tito, api.body(1), what="generate with the key")
 
 
-@checks("AUTH-002")
+@checks(
+    "AUTH-002",
+    needs=(
+        "api-key",
+        "abort",
+    ),
+)
 def test_abort_needs_key(tito: Session) -> None:
-    tito.need("api-key", "abort")
     api.rejected(
         tito,
         {"request_ids": []},
@@ -38,44 +42,44 @@ def test_abort_needs_key(tito: Session) -> None:
     )
 
 
-@checks("AUTH-003")
+@checks(
+    "AUTH-003",
+    needs=(
+        "api-key",
+        "legacy-abort",
+    ),
+)
 def test_legacy_abort_open(tito: Session) -> None:
-    tito.need("api-key", "legacy-abort")
     reply = tito.client.post(api.LEGACY_ABORT, {"request_ids": []}, auth=False)
     api.status_is(reply, 200, "/abort_requests without a key")
 
 
-@checks("AUTH-004")
+@checks("AUTH-004", needs=("api-key",))
 def test_unauthorized_body(tito: Session) -> None:
-    tito.need("api-key")
     reply = api.rejected(tito, api.body(1), status=401, auth=False, what="generate without key")
     if reply.json() != {"error": "Unauthorized"}:
         fail(f'the 401 body is {reply.body[:200]!r}, expected {{"error": "Unauthorized"}}')
 
 
-@checks("AUTH-005")
+@checks("AUTH-005", needs=("api-key",))
 def test_health_open(tito: Session) -> None:
-    tito.need("api-key")
     api.status_is(tito.client.get("/health", auth=False), 200, "/health without a key")
 
 
-@checks("DP-001")
+@checks("DP-001", needs=("generate",))
 def test_ranks_in_range(tito: Session) -> None:
-    tito.need_generate()
     for rank in range(tito.features.dp_size or 1):
         api.generate(tito, api.body(1), headers={RANK: str(rank)}, what=f"rank {rank}")
 
 
-@checks("DP-002")
+@checks("DP-002", needs=("generate",))
 def test_non_integer_rank_ignored(tito: Session) -> None:
-    tito.need_generate()
     for value in ("abc", "1.5"):
         api.generate(tito, api.body(1), headers={RANK: value}, what=f"rank header {value!r}")
 
 
-@checks("DP-003")
+@checks("DP-003", needs=("generate",))
 def test_rank_out_of_range(tito: Session) -> None:
-    tito.need_generate()
     outside = tito.features.dp_size if tito.features.dp_size is not None else 1_000_000
     for rank in (outside, -1):
         api.rejected(

@@ -18,50 +18,43 @@ def test_minimal_generate(tito: Session) -> None:
     basic(tito)
 
 
-@checks("GEN-002")
+@checks("GEN-002", needs=("generate",))
 def test_tokens_mode_has_no_text(tito: Session) -> None:
-    tito.need_generate()
     for i, choice in enumerate(choices_of(basic(tito))):
         if "text" in choice:
             fail(f"choice {i} of a tokens-mode response carries text {choice['text']!r:.80}")
 
 
-@checks("GEN-003")
+@checks("GEN-003", needs=("scale-out",))
 def test_scale_out_serves_generate(tito: Session) -> None:
-    tito.need("scale-out")
     basic(tito)
 
 
-@checks("GEN-REQ-001")
+@checks("GEN-REQ-001", needs=("generate",))
 def test_token_ids_required(tito: Session) -> None:
-    tito.need_generate()
     api.rejected(tito, {"sampling_params": {"max_tokens": 2}}, what="no token_ids")
     api.rejected(
         tito, api.body(2, prompt=None) | {"token_ids": ["a", "b"]}, what="string token_ids"
     )
 
 
-@checks("GEN-REQ-002")
+@checks("GEN-REQ-002", needs=("generate",))
 def test_empty_token_ids(tito: Session) -> None:
-    tito.need_generate()
     api.rejected(tito, api.body(2) | {"token_ids": []}, what="token_ids []")
 
 
-@checks("GEN-REQ-003")
+@checks("GEN-REQ-003", needs=("generate",))
 def test_negative_token_ids(tito: Session) -> None:
-    tito.need_generate()
     api.rejected(tito, api.body(2) | {"token_ids": [10, -1, 12]}, what="token_ids with -1")
 
 
-@checks("GEN-REQ-004")
+@checks("GEN-REQ-004", needs=("generate",))
 def test_sampling_params_required(tito: Session) -> None:
-    tito.need_generate()
     api.rejected(tito, {"token_ids": api.PROMPT}, what="no sampling_params")
 
 
-@checks("GEN-REQ-005", "GEN-RESP-001")
+@checks("GEN-REQ-005", "GEN-RESP-001", needs=("generate",))
 def test_max_tokens_bounds_output(tito: Session) -> None:
-    tito.need_generate()
     data = api.generate(tito, api.body(5, ignore_eos=True))
     for i, choice in enumerate(choices_of(data)):
         ids = choice.get("token_ids")
@@ -74,9 +67,8 @@ def test_max_tokens_bounds_output(tito: Session) -> None:
             )
 
 
-@checks("GEN-REQ-006")
+@checks("GEN-REQ-006", needs=("generate",))
 def test_greedy_picks_rank_one(tito: Session) -> None:
-    tito.need_generate()
     data = api.generate(tito, api.body(8, logprobs=1, ignore_eos=True))
     choice = choices_of(data)[0]
     content = (choice.get("logprobs") or {}).get("content") or []
@@ -90,29 +82,24 @@ def test_greedy_picks_rank_one(tito: Session) -> None:
             )
 
 
-@checks("GEN-REQ-007")
+@checks("GEN-REQ-007", needs=("generate",))
 def test_seed_reproducible(tito: Session) -> None:
-    tito.need_generate()
     first = choices_of(api.generate(tito, api.seeded(12, ignore_eos=True)))[0]["token_ids"]
     second = choices_of(api.generate(tito, api.seeded(12, ignore_eos=True)))[0]["token_ids"]
     if first != second:
         fail(f"the same seed gave different tokens: {first} vs {second}")
 
 
-@checks("GEN-REQ-008")
+@checks("GEN-REQ-008", needs=("generate",), n=3)
 def test_n_choices(tito: Session) -> None:
-    tito.need_generate()
-    tito.need_n(3, "checking n choices")
     data = api.generate(tito, api.seeded(4, n=3))
     indexes = sorted(api.index_of(c.get("index", -1)) for c in choices_of(data))
     if indexes != [0, 1, 2]:
         fail(f"n=3 returned choices with indexes {indexes}")
 
 
-@checks("GEN-REQ-009")
+@checks("GEN-REQ-009", needs=("generate",), room=17)
 def test_default_max_tokens_not_16(tito: Session) -> None:
-    tito.need_generate()
-    tito.need_room(17, "telling the default max_tokens from 16")
     payload = api.body(None, ignore_eos=True) | {"stream": True}
     rid = tito.rid("default-max")
     deadline = max(tito.config.stream_deadline, tito.timeout_for(17))
@@ -135,18 +122,16 @@ def test_default_max_tokens_not_16(tito: Session) -> None:
         )
 
 
-@checks("GEN-REQ-010")
+@checks("GEN-REQ-010", needs=("generate",))
 def test_default_output_mode_is_tokens(tito: Session) -> None:
-    tito.need_generate()
     data = basic(tito)
     mode = data.get("output_mode", "tokens")
     if mode != "tokens" or any("text" in c for c in choices_of(data)):
         fail(f"a request without output_mode was answered in mode {mode!r}")
 
 
-@checks("GEN-REQ-011")
+@checks("GEN-REQ-011", needs=("generate",))
 def test_return_token_ids(tito: Session) -> None:
-    tito.need_generate()
     data = api.generate(tito, api.body(2, top={"return_token_ids": True}))
     if data.get("prompt_token_ids") != api.PROMPT:
         fail(
@@ -155,9 +140,8 @@ def test_return_token_ids(tito: Session) -> None:
         )
 
 
-@checks("GEN-REQ-012")
+@checks("GEN-REQ-012", needs=("generate",))
 def test_optional_fields_accepted(tito: Session) -> None:
-    tito.need_generate()
     optional = {
         "request_id": tito.rid("optional"),
         "cache_salt": "tito-salt",
@@ -170,18 +154,16 @@ def test_optional_fields_accepted(tito: Session) -> None:
     api.generate(tito, api.body(2, top=optional), what="generate with the optional fields")
 
 
-@checks("GEN-RESP-002")
+@checks("GEN-RESP-002", needs=("generate",))
 def test_finish_reason_set(tito: Session) -> None:
-    tito.need_generate()
     n = tito.limits.n(2)
     for i, choice in enumerate(choices_of(api.generate(tito, api.seeded(6, n=n)))):
         if choice.get("finish_reason") not in ("stop", "length", "abort"):
             fail(f"choice {i} finish_reason is {choice.get('finish_reason')!r}")
 
 
-@checks("GEN-RESP-003")
+@checks("GEN-RESP-003", needs=("generate",))
 def test_usage_counts(tito: Session) -> None:
-    tito.need_generate()
     check_usage(basic(tito), len(api.PROMPT))
     check_usage(api.generate(tito, api.seeded(5, n=tito.limits.n(2))), len(api.PROMPT))
 
@@ -191,9 +173,8 @@ def names(returned: object, rid: str) -> bool:
     return isinstance(returned, str) and returned in (rid, f"generate-tokens-{rid}")
 
 
-@checks("GEN-RESP-004")
+@checks("GEN-RESP-004", needs=("generate",))
 def test_request_id_prefix(tito: Session) -> None:
-    tito.need_generate()
     rid = tito.rid("body")
     data = api.generate(tito, api.body(1, top={"request_id": rid}))
     if data.get("request_id") != f"generate-tokens-{rid}":
@@ -203,18 +184,16 @@ def test_request_id_prefix(tito: Session) -> None:
         )
 
 
-@checks("GEN-RESP-005")
+@checks("GEN-RESP-005", needs=("generate",))
 def test_request_id_from_header(tito: Session) -> None:
-    tito.need_generate()
     rid = tito.rid("header")
     data = api.generate(tito, api.body(1), headers={"X-Request-Id": rid})
     if not names(data.get("request_id"), rid):  # the prefix itself is GEN-RESP-004's
         fail(f"X-Request-Id {rid!r} came back as {data.get('request_id')!r}")
 
 
-@checks("GEN-RESP-006")
+@checks("GEN-RESP-006", needs=("generate",))
 def test_header_wins_over_body(tito: Session) -> None:
-    tito.need_generate()
     header, body_id = tito.rid("header"), tito.rid("body")
     data = api.generate(
         tito, api.body(1, top={"request_id": body_id}), headers={"X-Request-Id": header}
@@ -232,10 +211,9 @@ OPTIONAL_OUTPUTS = (
 )
 
 
-@checks("GEN-RESP-007")
+@checks("GEN-RESP-007", needs=("generate",))
 def test_optional_outputs_off_by_default(tito: Session) -> None:
     """The start flags cannot be probed: without the claim the field must be null, with it set."""
-    tito.need_generate()
     for i, choice in enumerate(choices_of(basic(tito))):
         for key, claim, flag in OPTIONAL_OUTPUTS:
             claimed = claim in tito.config.expect

@@ -21,16 +21,14 @@ BAD_FIELDS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-@checks("ERR-001")
+@checks("ERR-001", needs=("generate",))
 def test_unknown_output_mode(tito: Session) -> None:
-    tito.need_generate()
     for mode in ("bogus", None):
         api.rejected(tito, api.body(2, top={"output_mode": mode}), what=f"output_mode {mode!r}")
 
 
-@checks("ERR-002")
+@checks("ERR-002", needs=("generate",))
 def test_error_body_shape(tito: Session) -> None:
-    tito.need_generate()
     for what, payload in (
         ("token_ids []", api.body(2) | {"token_ids": []}),
         ("output_mode 'bogus'", api.body(2, top={"output_mode": "bogus"})),
@@ -44,25 +42,22 @@ def test_error_body_shape(tito: Session) -> None:
             fail(f"{what}: error.code {data['error'].get('code')} != HTTP {reply.status}")
 
 
-@checks("ERR-003")
+@checks("ERR-003", needs=("generate",))
 def test_validation_is_400(tito: Session) -> None:
-    tito.need_generate()
     api.rejected(tito, api.body(2) | {"token_ids": []}, what="token_ids []")
     api.rejected(tito, api.body(2, temperature="x"), what="temperature 'x'")
 
 
-@checks("ERR-004")
+@checks("ERR-004", needs=("generate",))
 def test_unknown_fields_ignored(tito: Session) -> None:
-    tito.need_generate()
     payload = api.body(
         2, output_kind=2, skip_clone=True, tito_unknown=1, top={"tito_unknown_top": {"a": 1}}
     )
     api.generate(tito, payload, what="generate with unknown keys")
 
 
-@checks("ERR-005")
+@checks("ERR-005", needs=("generate",))
 def test_malformed_json(tito: Session) -> None:
-    tito.need_generate()
     api.rejected(
         tito,
         None,
@@ -72,9 +67,8 @@ def test_malformed_json(tito: Session) -> None:
     )
 
 
-@checks("ERR-006")
+@checks("ERR-006", needs=("generate",))
 def test_wrong_content_type(tito: Session) -> None:
-    tito.need_generate()
     api.rejected(
         tito,
         None,
@@ -84,9 +78,8 @@ def test_wrong_content_type(tito: Session) -> None:
     )
 
 
-@checks("ERR-008")
+@checks("ERR-008", needs=("generate",))
 def test_malformed_fields_4xx(tito: Session) -> None:
-    tito.need_generate()
     for what, payload in BAD_FIELDS:
         if payload.get("__list__"):
             reply = tito.client.post(api.GENERATE, [1, 2, 3])
@@ -96,9 +89,8 @@ def test_malformed_fields_4xx(tito: Session) -> None:
             fail(f"{what}: answered HTTP {reply.status}, expected a 4xx")
 
 
-@checks("ERR-009")
+@checks("ERR-009", needs=("generate",))
 def test_nullable_nulls(tito: Session) -> None:
-    tito.need_generate()
     payload = api.body(
         2,
         stop=None,
@@ -115,15 +107,13 @@ def test_nullable_nulls(tito: Session) -> None:
     api.generate(tito, payload, what="generate with explicit nulls")
 
 
-@checks("ERR-010")
+@checks("ERR-010", needs=("generate",))
 def test_max_tokens_zero(tito: Session) -> None:
-    tito.need_generate()
     api.rejected(tito, api.body(0), what="max_tokens 0")
 
 
-@checks("ERR-007", last=True)
+@checks("ERR-007", last=True, needs=("generate",))
 def test_out_of_vocabulary(tito: Session) -> None:
-    tito.need_generate()
     api.rejected(tito, api.body(2, prompt=[10, 1_000_000_000]), what="token id 1e9")
     health = tito.client.get("/health", auth=False)
     api.status_is(health, 200, "/health after an out-of-vocabulary request")

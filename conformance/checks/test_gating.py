@@ -10,15 +10,13 @@ from conformance.semantics import choices_of, fail
 from conformance.session import Session
 
 
-@checks("DISABLED-001")
+@checks("DISABLED-001", needs=("disabled",))
 def test_disabled_403(tito: Session) -> None:
-    tito.need("disabled")
     api.rejected(tito, api.body(2), status=403, what="generate with neither flag")
 
 
-@checks("DISABLED-002")
+@checks("DISABLED-002", needs=("disabled",))
 def test_disabled_message(tito: Session) -> None:
-    tito.need("disabled")
     reply = api.rejected(tito, api.body(2), status=403, what="generate with neither flag")
     data = reply.json()
     message = (data.get("error") or {}).get("message") if isinstance(data, dict) else None
@@ -26,15 +24,13 @@ def test_disabled_message(tito: Session) -> None:
         fail(f"the 403 message is {message!r}, expected {DISABLED_MESSAGE!r}")
 
 
-@checks("DISABLED-003")
+@checks("DISABLED-003", needs=("disabled",))
 def test_disabled_before_validation(tito: Session) -> None:
-    tito.need("disabled")
     api.rejected(tito, {"token_ids": []}, status=403, what="invalid body with neither flag")
 
 
-@checks("DISABLED-004")
+@checks("DISABLED-004", needs=("disabled",))
 def test_disabled_other_routes(tito: Session) -> None:
-    tito.need("disabled")
     for path, payload in (
         (api.ABORT, {"request_ids": []}),
         ("/v1/completions/render", {"prompt": "hi"}),
@@ -43,37 +39,32 @@ def test_disabled_other_routes(tito: Session) -> None:
         api.rejected(tito, payload, status=403, path=path, what=f"{path} with neither flag")
 
 
-@checks("TOKONLY-001")
+@checks("TOKONLY-001", needs=("tokens-only",))
 def test_tokens_only_generates(tito: Session) -> None:
-    tito.need("tokens-only")
     api.generate(tito, api.body(2))
 
 
-@checks("TOKONLY-002")
+@checks("TOKONLY-002", needs=("tokens-only",))
 def test_tokens_only_refuses_text(tito: Session) -> None:
-    tito.need("tokens-only")
     api.rejected(
         tito, api.body(2, top={"output_mode": "text"}), what='output_mode "text" on tokens-only'
     )
 
 
-@checks("TOKONLY-003")
+@checks("TOKONLY-003", needs=("tokens-only",))
 def test_tokens_only_forces_no_detokenize(tito: Session) -> None:
-    tito.need("tokens-only")
     data = api.generate(tito, api.body(2, detokenize=True))
     if any("text" in c for c in choices_of(data)):
         fail("detokenize true on tokens-only produced text")
 
 
-@checks("TOKONLY-004")
+@checks("TOKONLY-004", needs=("tokens-only",))
 def test_tokens_only_refuses_stop(tito: Session) -> None:
-    tito.need("tokens-only")
     api.rejected(tito, api.body(2, stop=["zz"]), what="stop strings on tokens-only")
 
 
-@checks("TOKONLY-005")
+@checks("TOKONLY-005", needs=("tokens-only",))
 def test_tokens_only_stop_token_ids(tito: Session) -> None:
-    tito.need("tokens-only")
     _, _, token, choice = stop_token_case(tito)
     if choice.get("finish_reason") != "stop" or choice.get("stop_reason") != token:
         fail(

@@ -32,39 +32,34 @@ def entries(s: Session) -> list[tuple[str, list[dict], list[int]]]:
     return out
 
 
-@checks("LOGP-001")
+@checks("LOGP-001", needs=("generate",))
 def test_token_id_is_integer(tito: Session) -> None:
-    tito.need_generate()
     for where, content, _ in entries(tito):
         semantics.check_integer_ids(content, where)
 
 
-@checks("LOGP-002")
+@checks("LOGP-002", needs=("generate",))
 def test_one_entry_per_token(tito: Session) -> None:
-    tito.need_generate()
     for where, content, ids in entries(tito):
         semantics.check_count(content, ids, where)
 
 
-@checks("LOGP-003")
+@checks("LOGP-003", needs=("generate",))
 def test_sampled_first(tito: Session) -> None:
-    tito.need_generate()
     for where, content, ids in entries(tito):
         semantics.check_sampled_first(content, ids, where)
 
 
-@checks("LOGP-004")
+@checks("LOGP-004", needs=("generate",))
 def test_no_logprobs_unless_asked(tito: Session) -> None:
-    tito.need_generate()
     data = api.generate(tito, api.body(3))
     for i, choice in enumerate(choices_of(data)):
         if choice.get("logprobs") is not None:
             fail(f"choice {i} carries logprobs although sampling_params.logprobs was not set")
 
 
-@checks("LOGP-005")
+@checks("LOGP-005", needs=("generate",))
 def test_tokens_mode_entry_keys(tito: Session) -> None:
-    tito.need_generate()
     judged = 0
     for where, content, _ in entries(tito):
         for i, entry in enumerate(content):
@@ -82,23 +77,20 @@ def test_tokens_mode_entry_keys(tito: Session) -> None:
         pytest.skip(f"{BLOCKED_PREFIX} every entry is in the older token_id:<id> form (LOGP-001)")
 
 
-@checks("LOGP-006")
+@checks("LOGP-006", needs=("generate",))
 def test_ranks_consistent(tito: Session) -> None:
-    tito.need_generate()
     for where, content, _ in entries(tito):
         semantics.check_ranks(content, where)
 
 
-@checks("LOGP-007")
+@checks("LOGP-007", needs=("generate",))
 def test_logprobs_finite_nonpositive(tito: Session) -> None:
-    tito.need_generate()
     for where, content, _ in entries(tito):
         semantics.check_finite(content, where)
 
 
-@checks("LOGP-008")
+@checks("LOGP-008", needs=("generate",))
 def test_top_logprobs_count(tito: Session) -> None:
-    tito.need_generate()
     k_max = top_k(tito)
     for k in dict.fromkeys((0, k_max)):
         data = with_logprobs(tito) if k == k_max else api.generate(tito, api.seeded(4, logprobs=0))
@@ -111,9 +103,8 @@ def test_top_logprobs_count(tito: Session) -> None:
                     )
 
 
-@checks("LOGP-009")
+@checks("LOGP-009", needs=("generate",))
 def test_logprobs_above_max(tito: Session) -> None:
-    tito.need_generate()
     above = semantics.over_max_logprobs(tito)
     api.rejected(
         tito,
@@ -122,9 +113,8 @@ def test_logprobs_above_max(tito: Session) -> None:
     )
 
 
-@checks("LOGP-010")
+@checks("LOGP-010", needs=("generate",))
 def test_prompt_logprobs(tito: Session) -> None:
-    tito.need_generate()
     data = api.generate(tito, api.body(2, prompt_logprobs=1))
     plp = data.get("prompt_logprobs")
     if not isinstance(plp, list) or len(plp) != len(api.PROMPT):

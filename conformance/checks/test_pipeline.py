@@ -29,18 +29,16 @@ def rendered(s: Session) -> dict:
     return s.remember("render", make)
 
 
-@checks("RENDER-001")
+@checks("RENDER-001", needs=("scale-out",))
 def test_render_served(tito: Session) -> None:
-    tito.need("scale-out")
     rendered(tito)  # demands a 200; a missing route fails with the exchange that shows it
     reply = tito.client.post(DERENDER, {"generate_responses": []})
     if reply.status in (404, 405):
         fail(f"a scale-out server must serve derender; it answered {reply.status}")
 
 
-@checks("RENDER-002")
+@checks("RENDER-002", needs=("render",))
 def test_pipeline(tito: Session) -> None:
-    tito.need("render")
     request = rendered(tito)
     response = api.generate(tito, request, what="generate of the render result")
     problems = api.schema_problems("GenerateResponse", response)
@@ -55,18 +53,22 @@ def test_pipeline(tito: Session) -> None:
     api.validate("CompletionResponse", reply.json(), "derender response")
 
 
-@checks("RENDER-003")
+@checks(
+    "RENDER-003",
+    needs=(
+        "render",
+        "text-mode",
+    ),
+)
 def test_derender_refuses_text(tito: Session) -> None:
-    tito.need("render", "text-mode")
     text = api.generate(tito, api.body(3, top={"output_mode": "text"}))
     api.rejected(
         tito, {"generate_responses": [text]}, path=DERENDER, what="derender of a text-mode response"
     )
 
 
-@checks("MM-001")
+@checks("MM-001", needs=("generate",))
 def test_features_and_content_parts(tito: Session) -> None:
-    tito.need_generate()
     payload = api.body(
         2,
         top={

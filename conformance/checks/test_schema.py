@@ -32,9 +32,8 @@ def _judge(s: Session, schema: str, own: list[tuple[str, Any]]) -> None:
         fail(f"{bad} of {len(bodies)} bodies do not match {schema}: " + " | ".join(problems))
 
 
-@checks("SCHEMA-GEN-001", after_all=True)
+@checks("SCHEMA-GEN-001", after_all=True, needs=("generate",))
 def test_generate_responses_match_schema(tito: Session) -> None:
-    tito.need_generate()
     own: list[tuple[str, Any]] = []
     if not tito.observed.get("GenerateResponse"):
         for what, payload in (
@@ -45,9 +44,8 @@ def test_generate_responses_match_schema(tito: Session) -> None:
     _judge(tito, "GenerateResponse", own)
 
 
-@checks("SCHEMA-STREAM-001", after_all=True)
+@checks("SCHEMA-STREAM-001", after_all=True, needs=("generate",))
 def test_stream_events_match_schema(tito: Session) -> None:
-    tito.need_generate()
     if not tito.observed.get("GenerateStreamPayload"):
         api.stream(tito, api.body(4, logprobs=1), what="minimal stream")
     _judge(tito, "GenerateStreamPayload", [])

@@ -28,9 +28,8 @@ def stop_token_case(s: Session) -> tuple[list[int], int, int, dict[str, Any]]:
     return s.remember("stop-token", make)
 
 
-@checks("STOP-001")
+@checks("STOP-001", needs=("generate",))
 def test_stop_token_reason(tito: Session) -> None:
-    tito.need_generate()
     _, _, token, choice = stop_token_case(tito)
     if choice.get("finish_reason") != "stop" or choice.get("stop_reason") != token:
         fail(
@@ -39,9 +38,8 @@ def test_stop_token_reason(tito: Session) -> None:
         )
 
 
-@checks("STOP-002")
+@checks("STOP-002", needs=("generate",))
 def test_stop_token_kept(tito: Session) -> None:
-    tito.need_generate()
     ref, position, token, choice = stop_token_case(tito)
     if choice.get("token_ids") != ref[: position + 1]:
         fail(
@@ -50,9 +48,8 @@ def test_stop_token_kept(tito: Session) -> None:
         )
 
 
-@checks("STOP-003")
+@checks("STOP-003", needs=("generate",))
 def test_eos_stop_reason_null(tito: Session) -> None:
-    tito.need_generate()
     n = tito.limits.n(8)
     for seed in range(32 // n):  # 32 sampled choices, whatever n the server allows
         payload = api.body(48, temperature=1.0, seed=seed, n=n)
@@ -67,9 +64,8 @@ def test_eos_stop_reason_null(tito: Session) -> None:
     pytest.skip("not applicable: no sampled choice reached EOS within 32 x 48 tokens")
 
 
-@checks("STOP-004")
+@checks("STOP-004", needs=("generate",))
 def test_length_stop_reason_null(tito: Session) -> None:
-    tito.need_generate()
     choice = choices_of(api.generate(tito, api.body(3, ignore_eos=True)))[0]
     if choice.get("finish_reason") != "length" or choice.get("stop_reason") is not None:
         fail(
@@ -119,18 +115,16 @@ def stop_string_case(s: Session) -> dict[str, Any]:
     return s.remember("stop-string", make)
 
 
-@checks("STOP-006")
+@checks("STOP-006", needs=("text-mode",))
 def test_stop_string_cut(tito: Session) -> None:
-    tito.need("text-mode")
     case = stop_string_case(tito)
     want = case["text"][: case["at"]]
     if case["cut"].get("text") != want:
         fail(f"stop {case['stop']!r}: text {case['cut'].get('text')!r}, expected {want!r}")
 
 
-@checks("STOP-007")
+@checks("STOP-007", needs=("text-mode",))
 def test_include_stop_str(tito: Session) -> None:
-    tito.need("text-mode")
     case = stop_string_case(tito)
     want = case["text"][: case["at"] + len(case["stop"])]
     if case["kept"].get("text") != want:
@@ -140,9 +134,8 @@ def test_include_stop_str(tito: Session) -> None:
         )
 
 
-@checks("STOP-008")
+@checks("STOP-008", needs=("text-mode",))
 def test_stop_string_tokens_kept(tito: Session) -> None:
-    tito.need("text-mode")
     case = stop_string_case(tito)
     ids = case["cut"].get("token_ids") or []
     ref = case["ref"]["token_ids"]
@@ -153,9 +146,8 @@ def test_stop_string_tokens_kept(tito: Session) -> None:
         )
 
 
-@checks("STOP-009")
+@checks("STOP-009", needs=("text-mode",))
 def test_stop_string_reason(tito: Session) -> None:
-    tito.need("text-mode")
     case = stop_string_case(tito)
     cut = case["cut"]
     if cut.get("finish_reason") != "stop" or cut.get("stop_reason") != case["stop"]:
@@ -165,9 +157,8 @@ def test_stop_string_reason(tito: Session) -> None:
         )
 
 
-@checks("STOP-010")
+@checks("STOP-010", needs=("text-mode",))
 def test_stop_string_stream(tito: Session) -> None:
-    tito.need("text-mode")
     case = stop_string_case(tito)
     got = api.stream(tito, case["cut_payload"]).choices().get(0)
     if got is None or got.text != case["cut"].get("text"):

@@ -22,17 +22,15 @@ def streamed(s: Session) -> api.Streamed:
     return seeded_pair(s)[1]
 
 
-@checks("STREAM-001")
+@checks("STREAM-001", needs=("generate",))
 def test_stream_is_sse_of_valid_chunks(tito: Session) -> None:
-    tito.need_generate()
     got = streamed(tito)
     if not got.chunks:
         fail("the stream carried no complete data event (events must end with a blank line)")
 
 
-@checks("STREAM-002")
+@checks("STREAM-002", needs=("generate",))
 def test_stream_ends_with_done(tito: Session) -> None:
-    tito.need_generate()
     got = streamed(tito)
     if not got.done:
         fail(f"the stream ended without data: [DONE] after {len(got.chunks)} chunks")
@@ -40,9 +38,8 @@ def test_stream_ends_with_done(tito: Session) -> None:
         fail(f"{got.after_done} events came after data: [DONE]")
 
 
-@checks("STREAM-003")
+@checks("STREAM-003", needs=("generate",))
 def test_deltas_concatenate(tito: Session) -> None:
-    tito.need_generate()
     whole, got = seeded_pair(tito)
     joined = got.choices()
     for choice in choices_of(whole):
@@ -62,9 +59,8 @@ def test_deltas_concatenate(tito: Session) -> None:
             fail(f"choice {index}: streamed logprob entries {have} != non-streamed {want}")
 
 
-@checks("STREAM-004")
+@checks("STREAM-004", needs=("generate",))
 def test_last_chunk_has_finish_reason(tito: Session) -> None:
-    tito.need_generate()
     for index, choice in streamed(tito).choices().items():
         last = choice.chunks[-1]
         if last.get("finish_reason") is None:
@@ -78,27 +74,23 @@ def test_last_chunk_has_finish_reason(tito: Session) -> None:
                 fail(f"choice {index}: chunk {i} carries no tokens, text or finish_reason")
 
 
-@checks("STREAM-005")
+@checks("STREAM-005", needs=("generate",))
 def test_finish_reason_only_last(tito: Session) -> None:
-    tito.need_generate()
     for index, choice in streamed(tito).choices().items():
         early = [c.get("finish_reason") for c in choice.chunks[:-1] if c.get("finish_reason")]
         if early:
             fail(f"choice {index}: finish_reason {early[0]!r} before its last chunk")
 
 
-@checks("STREAM-006")
+@checks("STREAM-006", needs=("generate",), n=2)
 def test_one_choice_per_chunk(tito: Session) -> None:
-    tito.need_generate()
-    tito.need_n(2, "telling one choice per chunk from several")
     for i, chunk in enumerate(streamed(tito).chunks):
         if "choices" in chunk and len(chunk["choices"]) > 1:
             fail(f"chunk {i} carries {len(chunk['choices'])} choices")
 
 
-@checks("STREAM-007")
+@checks("STREAM-007", needs=("generate",))
 def test_include_usage(tito: Session) -> None:
-    tito.need_generate()
     got = api.stream(
         tito, api.body(5, ignore_eos=True, top={"stream_options": {"include_usage": True}})
     )
@@ -118,9 +110,8 @@ def test_include_usage(tito: Session) -> None:
         fail(f"usage chunk {u} does not match the stream {expected}")
 
 
-@checks("STREAM-008")
+@checks("STREAM-008", needs=("generate",))
 def test_engine_rejection_is_error_event(tito: Session) -> None:
-    tito.need_generate()
     above = over_max_logprobs(tito)
     payload = api.body(2, logprobs=above) | {"stream": True}
     with tito.client.stream(api.GENERATE, payload) as st:
@@ -137,9 +128,8 @@ def test_engine_rejection_is_error_event(tito: Session) -> None:
         )
 
 
-@checks("STREAM-009")
+@checks("STREAM-009", needs=("generate",))
 def test_schema_error_stays_400(tito: Session) -> None:
-    tito.need_generate()
     api.rejected(
         tito,
         api.body(2) | {"token_ids": [], "stream": True},

@@ -40,26 +40,23 @@ def items(s: Session) -> list[tuple[str, dict]]:
     return out
 
 
-@checks("TEXT-001")
+@checks("TEXT-001", needs=("text-mode",))
 def test_text_on_every_choice(tito: Session) -> None:
-    tito.need("text-mode")
     for i, choice in enumerate(choices_of(text_response(tito))):
         if not isinstance(choice.get("text"), str):
             fail(f"choice {i} of a text-mode response has text {choice.get('text')!r}")
 
 
-@checks("TEXT-002")
+@checks("TEXT-002", needs=("text-mode",))
 def test_text_logprobs_have_bytes(tito: Session) -> None:
-    tito.need("text-mode")
     for where, item in items(tito):
         placeholder = PLACEHOLDER.match(str(item.get("token")))
         if "bytes" not in item or (item["bytes"] is None and not placeholder):
             fail(f"{where}: text-mode logprob item has no bytes: {item}")
 
 
-@checks("TEXT-003")
+@checks("TEXT-003", needs=("text-mode",))
 def test_text_logprobs_shape(tito: Session) -> None:
-    tito.need("text-mode")
     for where, item in items(tito):
         token = item.get("token")
         if not isinstance(token, str) or "token_id" in item:
@@ -73,9 +70,8 @@ def test_text_logprobs_shape(tito: Session) -> None:
             fail(f"{where}: bytes {raw} are not the UTF-8 of token {token!r}")
 
 
-@checks("TEXT-004")
+@checks("TEXT-004", needs=("text-mode",))
 def test_text_mode_same_tokens(tito: Session) -> None:
-    tito.need("text-mode")
     payload = text_payload(tito)
     payload.pop("output_mode")
     tokens = api.generate(tito, payload)
@@ -87,9 +83,8 @@ def test_text_mode_same_tokens(tito: Session) -> None:
             )
 
 
-@checks("TEXT-005")
+@checks("TEXT-005", needs=("generate",))
 def test_response_echoes_output_mode(tito: Session) -> None:
-    tito.need_generate()
     data = api.generate(tito, api.body(2, top={"output_mode": "tokens"}))
     if "output_mode" not in data:
         fail("the response does not echo output_mode (the server predates the field)")
@@ -97,18 +92,16 @@ def test_response_echoes_output_mode(tito: Session) -> None:
         fail("the text-mode response does not echo output_mode")
 
 
-@checks("TEXT-006")
+@checks("TEXT-006", needs=("generate",))
 def test_chunks_echo_output_mode(tito: Session) -> None:
-    tito.need_generate()
     got = api.stream(tito, api.body(4, ignore_eos=True))
     for i, chunk in enumerate(got.chunks):
         if "error" not in chunk and "output_mode" not in chunk:
             fail(f"stream chunk {i} does not echo output_mode")
 
 
-@checks("TEXT-007")
+@checks("TEXT-007", needs=("text-mode",))
 def test_echo_matches(tito: Session) -> None:
-    tito.need("text-mode")
     mode = text_response(tito).get("output_mode")
     if mode != "text":
         fail(f'sent output_mode "text", the response says {mode!r}')
@@ -129,9 +122,8 @@ def _special_candidate(s: Session) -> int | None:
     return None
 
 
-@checks("TEXT-008")
+@checks("TEXT-008", needs=("text-mode",))
 def test_skip_special_tokens(tito: Session) -> None:
-    tito.need("text-mode")
     candidate = _special_candidate(tito)
     if candidate is None:
         pytest.skip("not applicable: no chat render to find a special token with")
@@ -157,9 +149,8 @@ def test_skip_special_tokens(tito: Session) -> None:
         fail(f"skip_special_tokens true still shows the special token {candidate}: {texts[True]!r}")
 
 
-@checks("TEXT-009")
+@checks("TEXT-009", needs=("text-mode",))
 def test_text_deltas(tito: Session) -> None:
-    tito.need("text-mode")
     got = api.stream(tito, text_payload(tito))
     joined = got.choices()
     for choice in choices_of(text_response(tito)):
@@ -171,9 +162,8 @@ def test_text_deltas(tito: Session) -> None:
             )
 
 
-@checks("TEXT-010")
+@checks("TEXT-010", needs=("generate",))
 def test_text_needs_detokenize(tito: Session) -> None:
-    tito.need_generate()
     api.rejected(
         tito,
         api.body(2, detokenize=False, top={"output_mode": "text"}),
@@ -181,9 +171,8 @@ def test_text_needs_detokenize(tito: Session) -> None:
     )
 
 
-@checks("TEXT-011")
+@checks("TEXT-011", needs=("text-mode",))
 def test_placeholders_name_tokens(tito: Session) -> None:
-    tito.need("text-mode")
     found = False
     for choice in choices_of(text_response(tito)):
         content = (choice.get("logprobs") or {}).get("content") or []

@@ -23,9 +23,8 @@ def responses(s: Session) -> list[dict]:
     )
 
 
-@checks("WV-001")
+@checks("WV-001", needs=("generate",))
 def test_final_output_carries_list(tito: Session) -> None:
-    tito.need_generate()
     for data in responses(tito):
         for choice in choices_of(data):
             if not isinstance(choice.get("weight_versions"), list):
@@ -35,9 +34,8 @@ def test_final_output_carries_list(tito: Session) -> None:
                 )
 
 
-@checks("WV-002")
+@checks("WV-002", needs=("generate",))
 def test_spans_cover_output(tito: Session) -> None:
-    tito.need_generate()
     for data in responses(tito):
         for choice in choices_of(data):
             check_spans(
@@ -47,9 +45,8 @@ def test_spans_cover_output(tito: Session) -> None:
             )
 
 
-@checks("WV-003", "WV-004")
+@checks("WV-003", "WV-004", needs=("generate",))
 def test_stream_spans_cover_output(tito: Session) -> None:
-    tito.need_generate()
     for index, choice in streamed(tito).choices().items():
         check_spans(
             choice.chunks[-1].get("weight_versions"),
@@ -58,9 +55,8 @@ def test_stream_spans_cover_output(tito: Session) -> None:
         )
 
 
-@checks("WV-005")
+@checks("WV-005", needs=("generate",))
 def test_no_list_before_last_chunk(tito: Session) -> None:
-    tito.need_generate()
     for index, choice in streamed(tito).choices().items():
         for i, chunk in enumerate(choice.chunks[:-1]):
             if chunk.get("weight_versions") is not None:
@@ -70,9 +66,8 @@ def test_no_list_before_last_chunk(tito: Session) -> None:
                 )
 
 
-@checks("WV-006")
+@checks("WV-006", needs=("generate",))
 def test_empty_output_empty_list(tito: Session) -> None:
-    tito.need_generate()
     data = api.generate(tito, api.body(4), headers={"X-Mock-Abort-After-Tokens": "0"})
     choice = choices_of(data)[0]
     if choice.get("token_ids"):
@@ -101,9 +96,8 @@ def _labels(data: dict) -> set[str]:
     }
 
 
-@checks("WV-007")
+@checks("WV-007", needs=("weight-labels",))
 def test_label_is_applied(tito: Session) -> None:
-    tito.need("weight-labels")
     old, new = _label(tito), f"tito-{tito.session_id}-v2"
     _set_label(tito, new)
     try:
@@ -114,18 +108,16 @@ def test_label_is_applied(tito: Session) -> None:
         fail(f"after /update_weight_version {new!r} the spans carry {labels}")
 
 
-@checks("WV-008")
+@checks("WV-008", needs=("generate",))
 def test_default_label(tito: Session) -> None:
-    tito.need_generate()
     expected = _label(tito) if tito.features.dev_mode else "default"
     labels = _labels(api.generate(tito, api.body(3, ignore_eos=True)))
     if labels != {expected}:
         fail(f"the spans carry labels {labels}, expected {{{expected!r}}}")
 
 
-@checks("WV-009")
+@checks("WV-009", needs=("weight-labels",))
 def test_update_splits_spans(tito: Session) -> None:
-    tito.need("weight-labels")
     old, new = _label(tito), f"tito-{tito.session_id}-split"
 
     def attempt(max_tokens: int, number: int) -> Timeline:
