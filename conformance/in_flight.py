@@ -115,16 +115,14 @@ def _token_count(chunk: dict[str, Any]) -> int:
 
 def sizes(s: Session) -> list[int]:
     """max_tokens per attempt: about TARGET_S of generation at the server's pace, then longer,
-    never past the context."""
+    never past the context (capped attempts repeat: each try acts at another moment)."""
     itl = s.limits.itl_s or 0.0
     first = MIN_TOKENS if itl <= 0 else max(MIN_TOKENS, math.ceil(TARGET_S / itl))
     room = s.limits.room(len(PROMPT))
     found: list[int] = []
     tokens = first
     for _ in range(ATTEMPTS):
-        size = tokens if room is None else max(2, min(tokens, room))
-        if size not in found:
-            found.append(size)
+        found.append(tokens if room is None else max(2, min(tokens, room)))
         tokens *= GROWTH
     return found
 
@@ -229,7 +227,8 @@ def whole_with(
     worker = threading.Thread(target=send, daemon=True)
     worker.start()
     worker.join(delay_s)
-    every = max(MIN_MARGIN_S, 10 * (s.limits.itl_s or 0.0))
+    # repeated: an action that came before the request was registered found nothing to act on
+    every = min(MIN_MARGIN_S, max(0.005, s.limits.seconds_for(max_tokens) / 20))
     while worker.is_alive():
         sent = time.monotonic() - started
         answer = action(f"generate-tokens-{rid}")  # the documented id (GEN-RESP-004)

@@ -107,8 +107,9 @@ def aborted_whole(s: Session) -> tuple[Timeline, Outcome]:
                 # also the bare id: a server that drops the prefix fails GEN-RESP-004, not this
                 return s.client.post(api.ABORT, {"request_ids": ids_for(request_id)})
 
-            pace = s.limits
-            delay = (pace.ttft_s or 0.0) + 0.25 * (pace.itl_s or 0.0) * max_tokens
+            pace = s.limits  # a quarter into the expected generation, then earlier each try
+            share = (0.25, 0.1, 0.0)[min(number, 2)]
+            delay = (pace.ttft_s or 0.0) + share * (pace.itl_s or 0.0) * max_tokens
             rid = s.rid(f"abort-whole-{number}")
             return whole_with(s, rid, max_tokens, max(delay, 0.005), abort)
 

@@ -1,0 +1,95 @@
+"""A correct server passes at any speed and configuration: the suite against the correct mock in
+every setting of `benchmarks/bench_settings.py` (latency, capacity, limits, vocabulary, DP, API
+key, tokens-only, every core busy) gives 0 fail, 0 warn, 0 error, and is not hollow."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from benchmarks.bench_settings import (
+    BY_NAME,
+    SETTINGS,
+    Setting,
+    busy_cores,
+    problems,
+    run_setting,
+    server_env,
+)
+from mock_server.config import parse_args
+
+
+def _flag(setting: Setting, name: str) -> str | None:
+    """The last value of `name` in the setting's flags (argparse keeps the last)."""
+    values = [setting.flags[i + 1] for i, f in enumerate(setting.flags[:-1]) if f == name]
+    return values[-1] if values else None
+
+
+def test_matrix_spans_what_the_issue_asks() -> None:
+    assert len(SETTINGS) >= 12
+    assert len(BY_NAME) == len(SETTINGS), "setting names must be unique"
+    assert any(not _flag(s, "--mock-itl-ms") and not _flag(s, "--mock-ttft-ms") for s in SETTINGS)
+    assert any(float(_flag(s, "--mock-ttft-ms") or 0) >= 2000 for s in SETTINGS)
+    assert any(float(_flag(s, "--mock-itl-ms") or 0) >= 25 for s in SETTINGS)
+    assert {"1", "2", "4"} <= {_flag(s, "--max-num-seqs") for s in SETTINGS}
+    assert {"1", "5"} <= {_flag(s, "--max-logprobs") for s in SETTINGS}
+    assert "128" in {_flag(s, "--max-model-len") for s in SETTINGS}
+    assert len({_flag(s, "--mock-vocab-size") for s in SETTINGS} - {None}) >= 2
+    assert any(_flag(s, "--data-parallel-size") == "2" for s in SETTINGS)
+    assert any(s.api_key and _flag(s, "--api-key") == s.api_key for s in SETTINGS)
+    assert any("--tokens-only" in s.flags for s in SETTINGS)
+    assert any(s.busy for s in SETTINGS)
+
+
+@pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.name)
+def test_setting_flags_are_the_mocks(setting: Setting) -> None:
+    """Every setting starts a mock that accepts its flags, and claims only what they imply."""
+    cfg = parse_args(list(setting.flags), environ=server_env(setting))
+    assert ("scale-out" in setting.expect) == (cfg.enable_scale_out and not cfg.tokens_only)
+    assert ("tokens-only" in setting.expect) == cfg.tokens_only
+    assert ("api-key" in setting.expect) == bool(cfg.api_keys)
+    assert ("weight-labels" in setting.expect) == cfg.dev_mode
+    assert ("data-parallel" in setting.expect) == (cfg.data_parallel_size > 1)
+
+
+def test_busy_cores_spin_and_always_stop() -> None:
+    with busy_cores(60.0) as pids:
+        assert len(pids) == (os.cpu_count() or 1)
+        assert all(_alive(pid) for pid in pids)
+    assert not any(_alive(pid) for pid in pids)
+    with pytest.raises(RuntimeError), busy_cores(60.0) as pids:
+        raise RuntimeError("the body failed")
+    assert not any(_alive(pid) for pid in pids)
+
+
+def _alive(pid: int) -> bool:
+    """A live, non-zombie process (the busy loop's children are reaped on the way out)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.name)
+def test_correct_mock_passes_in_setting(setting: Setting) -> None:
+    started = time.monotonic()
+    report = run_setting(setting)
+    summary = report.summary
+    found = problems(report)
+    assert (
+        summary.failed == 0
+        and summary.warnings == 0
+        and summary.errors == 0
+        and not report.harness_error
+    ), (
+        f"{setting.name}: {summary.failed} fail, {summary.warnings} warn, {summary.errors} "
+        f"error in {time.monotonic() - started:.1f} s:\n  " + "\n  ".join(found)
+    )
+    assert summary.passed >= setting.min_passed, (
+        f"{setting.name}: only {summary.passed} requirements passed (floor "
+        f"{setting.min_passed}); {summary.skipped} skipped, {summary.skipped_for_limits} of them "
+        "for the server's limits: the run was hollow"
+    )
