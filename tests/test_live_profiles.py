@@ -1,4 +1,6 @@
-"""The live launcher's command lines: every profile, every backend, the GPU `live` env line."""
+"""The live launcher's command lines: every profile, every backend, the GPU `live` env line.
+
+The profiles' flags come from `conformance.profiles` (see tests/test_profiles.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +8,9 @@ import sys
 
 import pytest
 
+from conformance.profiles import ALL_PROFILES, DEV_MODE_VAR, MAIN_PROFILES
 from live import cli
-from live.profiles import API_KEY, Backend, live_profile, profiles_for
+from live.profiles import LIVE_PROFILES, Backend, live_profile, profiles_for
 
 
 def test_cpu_argv_uses_the_module_not_the_broken_console_script() -> None:
@@ -16,34 +19,15 @@ def test_cpu_argv_uses_the_module_not_the_broken_console_script() -> None:
         "/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m",
         "--host", "127.0.0.1", "--port", "8123",
         "--max-model-len", "4096", "--dtype", "float32", "--max-num-seqs", "16", "--enforce-eager",
-        "--enable-scale-out",
+        *ALL_PROFILES["scale-out"].flags,
     ]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("profile", "flags"),
-    [
-        ("scale-out", ["--enable-scale-out"]),
-        ("tokens-only", ["--tokens-only"]),
-        ("disabled", []),
-        ("api-key", ["--enable-scale-out", "--api-key", API_KEY]),
-        ("dp", ["--enable-scale-out", "--data-parallel-size", "2"]),
-    ],
-)
-def test_gpu_argv_is_vllm_serve_model_plus_profile_flags(profile: str, flags: list[str]) -> None:
+@pytest.mark.parametrize("profile", LIVE_PROFILES)
+def test_gpu_argv_is_vllm_serve_model_plus_profile_flags(profile: str) -> None:
     argv = Backend("gpu", "Qwen/Qwen3-0.6B").argv(live_profile(profile), 9000)
     head = ["vllm", "serve", "Qwen/Qwen3-0.6B", "--host", "127.0.0.1", "--port", "9000"]
-    assert argv == head + flags
-
-
-def test_profile_flags_follow_the_suite_profiles() -> None:
-    for name in ("scale-out", "tokens-only", "disabled", "api-key"):
-        mock = Backend("mock", "tiny").argv(live_profile(name), 1)
-        cpu = Backend("cpu", "tiny").argv(live_profile(name), 1)
-        assert mock[1:3] == ["-m", "mock_server"]
-        assert mock[3:] == cpu[3:], "the mock gets exactly the vLLM flags"
-    assert live_profile("api-key").api_key == API_KEY
-    assert "data-parallel" in live_profile("dp").claims
+    assert argv == head + list(ALL_PROFILES[profile].flags)
 
 
 def test_dp_is_gpu_only_and_unknown_profiles_are_refused() -> None:
@@ -61,13 +45,13 @@ def test_environment_per_backend() -> None:
     assert cpu["VLLM_CPU_KVCACHE_SPACE"] == "1" and cpu["HF_HUB_OFFLINE"] == "1"
     gpu = Backend("gpu", "m").env(live_profile("scale-out"))
     assert "VLLM_CPU_KVCACHE_SPACE" not in gpu
-    assert gpu["VLLM_SERVER_DEV_MODE"] == "1", "scale-out runs in dev mode, as the mock run does"
+    assert gpu[DEV_MODE_VAR] == "1", "scale-out runs in dev mode, as the mock run does"
     assert Backend("cpu", "m").renice_engine and not Backend("gpu", "m").renice_engine
 
 
 def test_default_profiles() -> None:
     names = [p.name for p in profiles_for("cpu")]
-    assert names == ["scale-out", "tokens-only", "disabled", "api-key"]
+    assert names == ["scale-out", "tokens-only", "disabled", "api-key"] == list(MAIN_PROFILES)
     assert [p.name for p in profiles_for("gpu", ["dp"])] == ["dp"]
 
 
@@ -79,12 +63,12 @@ def test_gpu_live_env_command_line(
     assert cli.main(["--backend", "gpu", "--print-argv", "--profile", "scale-out"]) == 0
     line = capsys.readouterr().out.strip()
     assert line.startswith("scale-out: vllm serve Qwen/Qwen3-0.6B --host 127.0.0.1 --port ")
-    assert line.endswith(" --enable-scale-out")
+    assert line.endswith(" " + " ".join(ALL_PROFILES["scale-out"].flags))
     monkeypatch.setenv("VLLM_MODEL", "org/Other-7B")
     assert cli.main(["--backend", "gpu", "--print-argv", "--profile", "dp"]) == 0
     line = capsys.readouterr().out.strip()
     assert line.startswith("dp: vllm serve org/Other-7B ")
-    assert line.endswith("--enable-scale-out --data-parallel-size 2")
+    assert line.endswith(" " + " ".join(ALL_PROFILES["dp"].flags))
 
 
 def test_cpu_print_argv_does_not_build_the_model(capsys: pytest.CaptureFixture[str]) -> None:
