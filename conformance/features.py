@@ -14,6 +14,9 @@ from .http import Client, Reply, ServerBroke
 GENERATE = "/inference/v1/generate"
 ABORT = "/inference/v1/abort_requests"
 LEGACY_ABORT = "/abort_requests"
+RENDER = "/v1/completions/render"
+CHAT_RENDER = "/v1/chat/completions/render"
+DERENDER = "/v1/completions/derender"
 PROBE_PROMPT = [10, 11, 12]
 MAX_DP_PROBE = 8
 
@@ -132,105 +135,53 @@ def _json(reply: Reply | None) -> Any:
 
 
 def probe(client: Client, warmup_timeout: float = 30.0) -> Features:
-    """Detect the features. Raises ProbeError when the server cannot be tested at all."""
-    ev: dict[str, str] = {}
-    health = _try(client, "GET", "/health", auth=False)
-    if health is None:
-        first = client.log[-1] if client.log else None
-        raise ProbeError(
-            f"server not reachable at {client.base_url}: {first.received() if first else '?'}"
-        )
-    version_body = _json(_try(client, "GET", "/version", auth=False))
-    version = version_body.get("version") if isinstance(version_body, dict) else None
+    """Detect the features. Raises ProbeError when the server cannot be tested at all.
 
-    api_key_required = False
+    A feature is present when any one of its signals is: a server that shows a feature on one
+    path and hides it on another must fail the other path's checks, never skip them.
+    """
+    ev: dict[str, str] = {}
+    version = _reachable(client)
     bare = _try(client, "POST", GENERATE, _minimal(), auth=False, timeout=warmup_timeout)
+    reply = bare
     if bare is not None and bare.status == 401:
-        api_key_required = True
-        ev["api-key"] = "generate without a key answered 401"
         if not client.api_key:
             raise ProbeError("the server requires an API key (401 without one): pass --api-key")
-    reply = (
-        _try(client, "POST", GENERATE, _minimal(), timeout=warmup_timeout)
-        if api_key_required
-        else bare
-    )
-    if reply is None:
-        status = "broken"
-        ev["scale-out"] = f"generate: {client.log[-1].received()}"
-        return Features(
-            generate=status, api_key_required=api_key_required, version=version, evidence=ev
-        )
-    if reply.status in (403, 404):
-        ev["scale-out"] = f"generate answered {reply.status}"
-        ev["disabled"] = f"generate answered {reply.status}"
-        return Features(
-            generate="disabled", api_key_required=api_key_required, version=version, evidence=ev
-        )
+        reply = _try(client, "POST", GENERATE, _minimal(), timeout=warmup_timeout)
+    unkeyed: dict[str, Reply | None] = {GENERATE: bare}
+    if reply is None or reply.status != 200 or not isinstance(_json(reply), dict):
+        if not client.api_key:  # a gated or broken generate: abort is the other guarded prefix
+            unkeyed[ABORT] = _try(client, "POST", ABORT, {"request_ids": []})
+        api_key = _api_key(client, unkeyed, ev)
+        return _without_generate(client, reply, api_key, version, ev)
     body = _json(reply)
-    if reply.status != 200 or not isinstance(body, dict):
-        ev["scale-out"] = f"generate answered {client.log[-1].received()}"
-        return Features(
-            generate="broken", api_key_required=api_key_required, version=version, evidence=ev
-        )
     model = body.get("model") if isinstance(body.get("model"), str) else None
-    echo = "output_mode" in body
-    if not echo:
-        ev["output-mode-echo"] = "a tokens-mode response carried no output_mode"
-
     text = _try(client, "POST", GENERATE, _minimal(output_mode="text"))
-    text_body = _json(text)
-    tokenizer = False
-    if text is not None and text.status == 400:
-        ev["text-mode"] = 'output_mode "text" answered 400'
-    elif text is not None and text.status == 200 and isinstance(text_body, dict):
-        choices = text_body.get("choices") or [{}]
-        tokenizer = isinstance(choices[0], dict) and "text" in choices[0]
-        if not tokenizer:
-            ev["text-mode"] = 'output_mode "text" answered 200 without text'
-    echo = echo or (isinstance(text_body, dict) and "output_mode" in text_body)
-
-    logprob_form = _logprob_form(client)
-    abort = _try(client, "POST", ABORT, {"request_ids": []})
-    has_abort = abort is not None and abort.status not in (404, 405)
-    if not has_abort:
-        ev["abort"] = f"abort answered {abort.status if abort else 'nothing'}"
-    legacy = _try(client, "POST", LEGACY_ABORT, {"request_ids": []}, auth=False)
-    legacy_body = _json(legacy) if legacy is not None and legacy.body else None
-    dev_abort = isinstance(legacy_body, dict) and "aborted" in legacy_body
-    has_legacy = legacy is not None and legacy.status not in (404, 405) and not dev_abort
-    weight = _json(_try(client, "GET", "/weight_info", auth=False))
-    dev_mode = isinstance(weight, dict) and "weight_version" in weight
-
-    stop_refused = False
-    if has_legacy:
-        stop = _try(
-            client, "POST", GENERATE, _minimal(sampling_params={"max_tokens": 2, "stop": ["zz"]})
-        )
-        stop_refused = stop is not None and stop.status == 400
-    tokens_only = has_legacy and (not tokenizer or stop_refused)
-    if not tokens_only:
-        ev["tokens-only"] = (
-            f"/abort_requests {'served' if has_legacy else 'absent'}, tokenizer "
-            f"{'present' if tokenizer else 'absent'}"
-        )
-    render = _try(
-        client, "POST", "/v1/completions/render", {"model": model, "prompt": PROBE_PROMPT}
+    text_tokenizer = _text_tokenizer(text, ev)
+    logprobs = _json(
+        _try(client, "POST", GENERATE, _minimal(sampling_params={"max_tokens": 1, "logprobs": 1}))
     )
-    has_render = render is not None and render.status not in (404, 405)
+    aborts = _aborts(client, text_tokenizer, ev)
+    renders = _renders(client, model)
+    if not client.api_key:  # every request so far went without a key: a 401 is a key signal
+        unkeyed.update({ABORT: aborts.v1, **renders})
+    tokenizer = _tokenizer(text_tokenizer, renders[CHAT_RENDER], aborts.tokens_only, ev)
+    echo = _echo([body, _json(text), logprobs], ev)
+    if tokenizer and not echo:
+        ev["text-mode"] += "; but no response echoed output_mode"
     stats_answer = _try(client, "GET", "/mock/stats", auth=False)
     stats = _json(stats_answer) if stats_answer is not None and stats_answer.status == 200 else None
     return Features(
         generate="enabled",
-        api_key_required=api_key_required,
-        abort=has_abort,
-        legacy_abort=has_legacy,
-        dev_mode=dev_mode,
+        api_key_required=_api_key(client, unkeyed, ev),
+        abort=aborts.abort,
+        legacy_abort=aborts.legacy,
+        dev_mode=_weight_labels(client, ev),
         tokenizer=tokenizer,
         output_mode_echo=echo,
-        logprob_form=logprob_form,
-        tokens_only=tokens_only,
-        render=has_render,
+        logprob_form=_logprob_form(logprobs),
+        tokens_only=aborts.tokens_only,
+        render=_render(renders, ev),
         dp_size=_dp_size(client),
         # A 404 `{"detail": "Not Found"}` is a dict too: only the counters themselves count.
         mock_stats=isinstance(stats, dict) and "in_flight" in stats,
@@ -240,10 +191,176 @@ def probe(client: Client, warmup_timeout: float = 30.0) -> Features:
     )
 
 
-def _logprob_form(client: Client) -> str:
-    body = _json(
-        _try(client, "POST", GENERATE, _minimal(sampling_params={"max_tokens": 1, "logprobs": 1}))
+def _reachable(client: Client) -> str | None:
+    """The server's version; raises ProbeError when /health does not answer at all."""
+    health = _try(client, "GET", "/health", auth=False)
+    if health is None:
+        first = client.log[-1] if client.log else None
+        raise ProbeError(
+            f"server not reachable at {client.base_url}: {first.received() if first else '?'}"
+        )
+    body = _json(_try(client, "GET", "/version", auth=False))
+    version = body.get("version") if isinstance(body, dict) else None
+    return version if isinstance(version, str) else None
+
+
+def _without_generate(
+    client: Client, reply: Reply | None, api_key: bool, version: str | None, ev: dict[str, str]
+) -> Features:
+    """Generate is gated (403/404) or broken: nothing else can be probed through it."""
+    if reply is None:
+        ev["scale-out"] = f"generate: {client.log[-1].received()}"
+        status = "broken"
+    elif reply.status in (403, 404):
+        ev["scale-out"] = ev["disabled"] = f"generate answered {reply.status}"
+        status = "disabled"
+    else:
+        ev["scale-out"] = f"generate answered {reply.status}"
+        status = "broken"
+    return Features(generate=status, api_key_required=api_key, version=version, evidence=ev)
+
+
+def _served(reply: Reply | None) -> bool:
+    """A route exists: it answered anything but 404/405 (a 400 or 401 still shows it)."""
+    return reply is not None and reply.status not in (404, 405)
+
+
+def _api_key(client: Client, unkeyed: dict[str, Reply | None], ev: dict[str, str]) -> bool:
+    """The key is required if it was given (it then applies to every guarded prefix) or if any
+    guarded path answered 401 to a request sent without one."""
+    signals = ["--api-key was given (it applies to every guarded prefix)"] if client.api_key else []
+    signals += [
+        f"{path} without a key answered 401"
+        for path, reply in unkeyed.items()
+        if reply is not None and reply.status == 401
+    ]
+    ev["api-key"] = "; ".join(signals) or (
+        f"no guarded path answered 401 without a key ({', '.join(unkeyed)})"
     )
+    return bool(signals)
+
+
+def _text_tokenizer(text: Reply | None, ev: dict[str, str]) -> bool:
+    """Output mode "text" gave text."""
+    body = _json(text)
+    if text is not None and text.status == 200 and isinstance(body, dict):
+        choices = body.get("choices") or [{}]
+        if isinstance(choices[0], dict) and "text" in choices[0]:
+            return True
+        ev["text-mode"] = 'output_mode "text" answered 200 without text'
+    else:
+        ev["text-mode"] = f'output_mode "text" answered {text.status if text else "nothing"}'
+    return False
+
+
+def _tokenizer(
+    text_tokenizer: bool, chat: Reply | None, tokens_only: bool, ev: dict[str, str]
+) -> bool:
+    """Text mode gave text, or chat render tokenized messages (a tokenizer is loaded)."""
+    body = _json(chat) if chat is not None and chat.status == 200 else None
+    token_ids = body.get("token_ids") if isinstance(body, dict) else None
+    rendered = not tokens_only and isinstance(token_ids, list) and bool(token_ids)
+    if text_tokenizer:
+        ev["text-mode"] = 'output_mode "text" gave text'
+    elif rendered:
+        ev["text-mode"] = f"{CHAT_RENDER} tokenized messages ({ev.get('text-mode', '')})"
+    elif chat is not None:
+        ev["text-mode"] = f"{ev.get('text-mode', '')}; {CHAT_RENDER} answered {chat.status}"
+    return text_tokenizer or rendered
+
+
+def _echo(bodies: list[Any], ev: dict[str, str]) -> bool:
+    """Any response (tokens or text mode) echoed output_mode."""
+    echo = any(isinstance(b, dict) and "output_mode" in b for b in bodies)
+    ev["output-mode-echo"] = (
+        "a response echoed output_mode" if echo else "no response carried output_mode"
+    )
+    return echo
+
+
+@dataclass(frozen=True)
+class _Aborts:
+    v1: Reply | None
+    abort: bool
+    legacy: bool
+    tokens_only: bool
+
+
+def _aborts(client: Client, tokenizer: bool, ev: dict[str, str]) -> _Aborts:
+    """Both abort paths, and tokens-only mode, which must serve both.
+
+    A tokens-only server that serves one path has both paths' rules: the missing one then
+    fails its checks instead of skipping them.
+    """
+    v1 = _try(client, "POST", ABORT, {"request_ids": []})
+    legacy = _try(client, "POST", LEGACY_ABORT, {"request_ids": []}, auth=False)
+    legacy_body = _json(legacy) if legacy is not None and legacy.body else None
+    dev_abort = isinstance(legacy_body, dict) and "aborted" in legacy_body  # dev mode abort-all
+    has_v1, has_legacy = _served(v1), _served(legacy) and not dev_abort
+    stop_refused, stop_says = False, False
+    if has_legacy or not tokenizer:
+        stop = _try(
+            client, "POST", GENERATE, _minimal(sampling_params={"max_tokens": 2, "stop": ["zz"]})
+        )
+        stop_refused = stop is not None and stop.status == 400
+        stop_says = stop is not None and stop_refused and b"tokens-only" in stop.body  # vLLM's
+    tokens_only = (has_legacy and (not tokenizer or stop_refused)) or stop_says
+    ev["tokens-only"] = (
+        f"/abort_requests {'served' if has_legacy else 'absent'}, tokenizer "
+        f"{'present' if tokenizer else 'absent'}, stop strings "
+        f"{'refused' if stop_refused else 'accepted or not tried'}"
+    )
+    ev["abort"] = f"{ABORT} answered {v1.status if v1 else 'nothing'}"
+    ev["legacy-abort"] = f"{LEGACY_ABORT} answered {legacy.status if legacy else 'nothing'}" + (
+        " (the dev-mode abort-all)" if dev_abort else ""
+    )
+    if tokens_only and has_legacy and not has_v1:
+        ev["abort"] += f"; a tokens-only server must serve it as it serves {LEGACY_ABORT}"
+    if tokens_only and has_v1 and not has_legacy:
+        ev["legacy-abort"] += f"; a tokens-only server must serve it as it serves {ABORT}"
+    both = tokens_only and (has_v1 or has_legacy)
+    return _Aborts(v1, has_v1 or both, has_legacy or both, tokens_only)
+
+
+def _renders(client: Client, model: str | None) -> dict[str, Reply | None]:
+    """The three render/derender routes, each with a minimal body."""
+    bodies: dict[str, Any] = {
+        RENDER: {"model": model, "prompt": PROBE_PROMPT},
+        CHAT_RENDER: {"model": model, "messages": [{"role": "user", "content": "hi"}]},
+        DERENDER: {"generate_responses": []},
+    }
+    return {path: _try(client, "POST", path, body) for path, body in bodies.items()}
+
+
+def _render(renders: dict[str, Reply | None], ev: dict[str, str]) -> bool:
+    """Any of the three routes is served."""
+    served = [path for path, reply in renders.items() if _served(reply)]
+    answers = ", ".join(f"{p} {r.status if r else 'nothing'}" for p, r in renders.items())
+    ev["render"] = f"served: {', '.join(served)}" if served else f"answered {answers}"
+    return bool(served)
+
+
+def _weight_labels(client: Client, ev: dict[str, str]) -> bool:
+    """/weight_info or /update_weight_version answers as the dev endpoints do.
+
+    The update is sent without new_version: a dev server refuses it naming the field (400), so
+    the probe never changes the label.
+    """
+    info = _json(_try(client, "GET", "/weight_info", auth=False))
+    update = _try(client, "POST", "/update_weight_version", {}, auth=False)
+    signals = []
+    if isinstance(info, dict) and "weight_version" in info:
+        signals.append("/weight_info answered a weight_version")
+    if update is not None and _served(update) and b"new_version" in update.body:
+        signals.append(f"/update_weight_version answered {update.status} about new_version")
+    ev["weight-labels"] = "; ".join(signals) or (
+        f"/weight_info and /update_weight_version: {update.status if update else 'nothing'}"
+    )
+    return bool(signals)
+
+
+def _logprob_form(body: Any) -> str:
+    """How a tokens-mode logprob entry names its token."""
     try:
         entry = body["choices"][0]["logprobs"]["content"][0]
     except (KeyError, IndexError, TypeError):

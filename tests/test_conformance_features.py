@@ -1,12 +1,22 @@
-"""The feature probe reads evidence, not the mere presence of a JSON body."""
+"""The feature probe reads evidence, not the mere presence of a JSON body.
+
+A feature is present when any of its signals is, so a server that shows a feature on one path
+and hides it on another fails the hidden path's checks instead of skipping them.
+"""
 
 from __future__ import annotations
 
-import httpx
-import respx
+from dataclasses import replace
 
-from conformance.features import probe
+import httpx
+import pytest
+import respx
+from test_conformance_helpers import mock
+
+from conformance.features import ABORT, ProbeError, probe
 from conformance.http import Client
+from conformance.results import Report, Status
+from conformance.runner import run
 from mock_server.testing import running_server
 
 
@@ -25,3 +35,86 @@ def test_mock_stats_detected_only_from_the_counters() -> None:
                 assert not probe(client).mock_stats
         finally:
             client.close()
+
+
+# Claims are dropped in these runs: what must fail must fail from detection alone.
+AUTH_IDS = ("AUTH-001", "AUTH-002", "AUTH-003", "AUTH-004", "AUTH-005")
+NO_KEY_SKIP = "does not ask for an API key"
+
+
+def _unclaimed(profile: str, defects: tuple[str, ...], ids: tuple[str, ...]) -> Report:
+    with mock(profile, defects) as (_, config):
+        return run(replace(config, expect=frozenset(), requirement_ids=frozenset(ids)))
+
+
+def test_partly_guarded_server_fails_auth() -> None:
+    """Generate open, abort and render guarded: AUTH-001 fails, no AUTH check hides as a skip."""
+    report = _unclaimed("api-key", ("api-key-generate-open",), AUTH_IDS)
+    assert report.result("AUTH-001").status is Status.FAIL, report.result("AUTH-001").reason
+    for rid in AUTH_IDS:
+        assert NO_KEY_SKIP not in report.result(rid).reason, (rid, report.result(rid).reason)
+
+
+def test_key_detected_from_any_guarded_prefix() -> None:
+    """Without --api-key, a 401 from abort or render (generate open) still shows the key."""
+    with mock("api-key", ("api-key-generate-open",)) as (_, config):
+        client = Client(config.base_url)
+        try:
+            features = probe(client)
+        finally:
+            client.close()
+    assert features.api_key_required
+    assert f"{ABORT} without a key answered 401" in features.evidence["api-key"]
+
+
+def test_given_key_means_key_required() -> None:
+    """A given --api-key applies to every guarded prefix, even where the server forgot it."""
+    with mock("api-key", ("api-key-unchecked",)) as (_, config):
+        client = Client(config.base_url, config.api_key)
+        try:
+            features = probe(client)
+        finally:
+            client.close()
+    assert features.api_key_required
+    assert "--api-key was given" in features.evidence["api-key"]
+
+
+def test_generate_needing_a_key_we_lack_is_a_probe_error() -> None:
+    with mock("api-key") as (_, config):
+        client = Client(config.base_url)
+        try:
+            with pytest.raises(ProbeError, match="--api-key"):
+                probe(client)
+        finally:
+            client.close()
+
+
+def test_tokens_only_without_abort_route_fails_abort() -> None:
+    """--tokens-only serves both abort paths: one served means the other's checks fail."""
+    ids = ("ABORT-001", "ABORT-003", "ABORT-005", "ABORT-006")
+    report = _unclaimed("tokens-only", ("abort-route-missing",), ids)
+    for rid in ids:
+        assert report.result(rid).status is Status.FAIL, (rid, report.result(rid).reason)
+
+
+def test_any_signal_shows_a_feature() -> None:
+    """One served render route, one dev endpoint, a chat render that tokenizes: all count."""
+    with running_server(["--enable-scale-out"], {"VLLM_SERVER_DEV_MODE": "1"}) as url:
+        client = Client(url)
+        try:
+            with respx.mock(assert_all_called=False) as router:
+                not_found = httpx.Response(404, json={"detail": "Not Found"})
+                for path in ("/v1/completions/render", "/v1/completions/derender"):
+                    router.post(f"{url}{path}").mock(return_value=not_found)
+                router.get(f"{url}/weight_info").mock(return_value=not_found)
+                router.post(f"{url}/inference/v1/generate", json__output_mode="text").mock(
+                    return_value=httpx.Response(400, json={"error": {"message": "no text"}})
+                )
+                router.route().pass_through()
+                features = probe(client)
+        finally:
+            client.close()
+    assert features.render and "chat" in features.evidence["render"]
+    assert features.dev_mode and "update_weight_version" in features.evidence["weight-labels"]
+    assert features.tokenizer and "tokenized messages" in features.evidence["text-mode"]
+    assert {"render", "weight-labels", "text-mode"} <= set(features.names())
