@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
-from test_mock_defects import GEN, SO, B, Probe, ch, j, normalise, raw, sp, status, stop_probe
+from test_mock_defects import AUTH, GEN, SO, B, Probe, ch, j, normalise, raw, sp, status, stop_probe
 
 from mock_server.testing import asgi_client
 
@@ -52,6 +52,7 @@ async def legacy_abort_probe(c: httpx.AsyncClient) -> Any:
 
 
 MORE: dict[str, tuple[list[str], Probe]] = {
+    "api-key-generate-open": (AUTH, lambda c: status(c, B)),
     "tokens-mode-text": (SO, lambda c: j(c, B)),
     "token-ids-missing-accepted": (
         SO,
