@@ -1,0 +1,164 @@
+"""One mock for a client author's tests: a loopback port, streaming transports, stats, reset.
+
+Everything a `TitoMock` offers drives the same app on the same event loop (an anyio blocking
+portal in a thread), so `/mock/stats` counts every request whichever way it came in, and an
+abort sent over the socket reaches a stream read through a transport. The loopback server is
+started on first use of `base_url`: a test that only uses the transports opens no socket.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+from mock_server.app import create_app
+from mock_server.config import MockConfig, parse_args
+from mock_server.defects import DEFECTS
+from mock_server.engine import Engine
+from mock_server.transport import AsyncMockTransport, MockTransport
+
+DEFAULT_FLAGS = ("--enable-scale-out",)
+"""A client author wants a server that generates; `--no-enable-scale-out` undoes it."""
+
+
+@dataclass(frozen=True)
+class MockSettings:
+    """How one mock is started: `tito-mock` flags, defects by name, latency, environment."""
+
+    flags: tuple[str, ...] = ()
+    defects: tuple[str, ...] = ()
+    ttft_ms: float | None = None
+    itl_ms: float | None = None
+    env: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(
+        cls,
+        flags: Iterable[str] = (),
+        defects: Iterable[str] = (),
+        ttft_ms: float | None = None,
+        itl_ms: float | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> MockSettings:
+        return cls(
+            tuple(flags), tuple(defects), ttft_ms, itl_ms, tuple(sorted((env or {}).items()))
+        )
+
+    def argv(self) -> list[str]:
+        argv = [*DEFAULT_FLAGS, *self.flags]
+        for name in self.defects:
+            argv += ["--mock-defect", name]
+        if self.ttft_ms is not None:
+            argv += ["--mock-ttft-ms", str(self.ttft_ms)]
+        if self.itl_ms is not None:
+            argv += ["--mock-itl-ms", str(self.itl_ms)]
+        return argv
+
+    def config(self) -> MockConfig:
+        """The parsed config; a bad flag or defect is a ValueError, not argparse's exit."""
+        unknown = [d for d in self.defects if d not in DEFECTS]
+        if unknown:
+            raise ValueError(f"unknown defect(s) {unknown}: `tito-mock --mock-defect list`")
+        try:
+            return parse_args(self.argv(), dict(self.env))
+        except SystemExit as exc:
+            raise ValueError(f"tito-mock rejected {self.argv()} (see stderr)") from exc
+
+
+@dataclass
+class TitoMock:
+    """A running mock; use as a context manager (or `close()`), which always tears it down."""
+
+    settings: MockSettings = field(default_factory=MockSettings)
+
+    def __post_init__(self) -> None:
+        self.config = self.settings.config()
+        self.app = create_app(self.config)
+        self._stack = contextlib.ExitStack()
+        self._portal: BlockingPortal | None = None
+        self._base_url: str | None = None
+
+    # -- lifetime ----------------------------------------------------------------------
+    def __enter__(self) -> TitoMock:
+        self.portal  # noqa: B018 - start the loop now, not inside the first request
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._stack.close()
+        self._portal, self._base_url = None, None
+
+    @property
+    def portal(self) -> BlockingPortal:
+        """The mock's event loop, started on first use."""
+        if self._portal is None:
+            self._portal = self._stack.enter_context(start_blocking_portal())
+        return self._portal
+
+    # -- ways in -----------------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        """`http://127.0.0.1:PORT` of a real uvicorn server on a loopback port (started once)."""
+        if self._base_url is None:
+            self._base_url = self._stack.enter_context(_loopback(self.app, self.portal))
+        return self._base_url
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+    def transport(self) -> MockTransport:
+        return MockTransport(self.app, self.portal)
+
+    def async_transport(self) -> AsyncMockTransport:
+        return AsyncMockTransport(self.app, self.portal)
+
+    # -- what it saw -------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        """What `GET /mock/stats` answers: received, in_flight, queued, finished, aborted."""
+        return self.portal.call(lambda: self.app.state.mock.engine.stats())
+
+    def reset(self) -> None:
+        """Forget every request (counters, weight label, sampling state) as a restart would;
+        requests still running are aborted first."""
+
+        def fresh() -> None:
+            state = self.app.state.mock
+            state.engine.abort_all()
+            state.engine = Engine(self.config)
+
+        self.portal.call(fresh)
+
+
+@contextlib.contextmanager
+def _loopback(app: Any, portal: BlockingPortal) -> Any:
+    """uvicorn on a free loopback port, served from the mock's own loop."""
+    import uvicorn
+
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", access_log=False
+        )
+    )
+    app.state.mock.on_fatal.append(lambda: setattr(server, "should_exit", True))
+    served = portal.start_task_soon(server.serve)
+    portal.call(_until_started, server)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        served.result(10)
+
+
+async def _until_started(server: Any) -> None:
+    import anyio
+
+    with anyio.fail_after(10):
+        while not server.started:
+            await anyio.sleep(0.005)

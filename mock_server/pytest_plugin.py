@@ -1,0 +1,121 @@
+"""pytest fixtures for TITO client authors: a mock per test, streaming transports, respx.
+
+Loaded in every pytest run of a project that installs the kit (`pytest11` entry point), so it
+imports nothing beyond pytest and starts nothing until a test asks for a fixture:
+
+- `tito_mock`: a `TitoMock` (base URL on a loopback port, `stats()`, `reset()`), configured by
+  `@pytest.mark.tito_mock(flags=[...], defects=[...], ttft_ms=..., itl_ms=..., env={...},
+  scope="function"|"module"|"session")`;
+- `tito_mock_factory(...)`: the same arguments, for a test that wants several mocks;
+- `tito_transport` / `tito_async_transport`: streaming in-process httpx transports to `tito_mock`;
+- `tito_respx`: respx's `respx_mock` router with the TITO paths of `http://tito.mock` answered
+  by `tito_mock`.
+
+A mock is torn down at the end of its scope, whatever the test did; mocks of a wider scope are
+shared by every test in it that asks for the same settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from mock_server.harness import TitoMock
+    from mock_server.transport import AsyncMockTransport, MockTransport
+
+SCOPES = ("function", "module", "session")
+MARKER = (
+    "tito_mock(flags=(), defects=(), ttft_ms=None, itl_ms=None, env=None, scope='function'): "
+    "how the tito_mock fixture starts the TITO mock for this test"
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER)
+
+
+class _Shared:
+    """Mocks of module or session scope, by (scope node, settings)."""
+
+    def __init__(self) -> None:
+        self.mocks: dict[tuple[str, Any], TitoMock] = {}
+
+
+_SHARED = pytest.StashKey[_Shared]()
+
+
+def _owner(request: pytest.FixtureRequest, scope: str) -> pytest.Item | pytest.Collector:
+    """The node whose teardown ends a mock of `scope`."""
+    if scope == "session":
+        return request.session
+    module = request.node.getparent(pytest.Module)
+    assert module is not None, "a module-scoped tito_mock needs a test in a module"
+    return module
+
+
+@pytest.fixture
+def tito_mock_factory(request: pytest.FixtureRequest) -> Iterator[Callable[..., TitoMock]]:
+    """Start a mock: `tito_mock_factory(flags=[...], defects=[...], ttft_ms=..., itl_ms=...)`."""
+    from mock_server.harness import MockSettings, TitoMock
+
+    own: list[TitoMock] = []
+    shared = request.config.stash.setdefault(_SHARED, _Shared())
+
+    def make(*, scope: str = "function", **kwargs: Any) -> TitoMock:
+        if scope not in SCOPES:
+            raise ValueError(f"scope must be one of {SCOPES}, not {scope!r}")
+        settings = MockSettings.of(**kwargs)
+        if scope == "function":
+            mock = TitoMock(settings).__enter__()
+            own.append(mock)
+            return mock
+        owner = _owner(request, scope)
+        key = (owner.nodeid, settings)
+        if key not in shared.mocks:
+            mock = shared.mocks[key] = TitoMock(settings).__enter__()
+
+            def close(key: tuple[str, Any] = key, mock: TitoMock = mock) -> None:
+                shared.mocks.pop(key, None)
+                mock.close()
+
+            owner.addfinalizer(close)
+        return shared.mocks[key]
+
+    try:
+        yield make
+    finally:
+        for mock in own:
+            mock.close()
+
+
+@pytest.fixture
+def tito_mock(
+    request: pytest.FixtureRequest, tito_mock_factory: Callable[..., TitoMock]
+) -> TitoMock:
+    """The mock this test's `tito_mock` marker describes (scale-out, no defects by default)."""
+    marker = request.node.get_closest_marker("tito_mock")
+    return tito_mock_factory(**(marker.kwargs if marker else {}))
+
+
+@pytest.fixture
+def tito_transport(tito_mock: TitoMock) -> MockTransport:
+    """`httpx.Client(transport=tito_transport, base_url=...)`: no socket, real streaming."""
+    return tito_mock.transport()
+
+
+@pytest.fixture
+def tito_async_transport(tito_mock: TitoMock) -> AsyncMockTransport:
+    """`httpx.AsyncClient(transport=tito_async_transport, ...)`: the async counterpart."""
+    return tito_mock.async_transport()
+
+
+@pytest.fixture
+def tito_respx(tito_mock: TitoMock, respx_mock: Any) -> Any:
+    """respx's router, with the TITO paths of `http://tito.mock` answered by `tito_mock`."""
+    from mock_server.respx_routes import add_routes
+
+    add_routes(respx_mock, tito_mock)
+    return respx_mock
