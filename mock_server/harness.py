@@ -9,7 +9,7 @@ started on first use of `base_url`: a test that only uses the transports opens n
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,7 +106,7 @@ class TitoMock:
     def base_url(self) -> str:
         """`http://127.0.0.1:PORT` of a real uvicorn server on a loopback port (started once)."""
         if self._base_url is None:
-            self._base_url = self._stack.enter_context(_loopback(self.app, self.portal))
+            self._base_url = self._stack.enter_context(loopback(self.app, self.portal))
         return self._base_url
 
     def url(self, path: str) -> str:
@@ -136,8 +136,9 @@ class TitoMock:
 
 
 @contextlib.contextmanager
-def _loopback(app: Any, portal: BlockingPortal) -> Any:
-    """uvicorn on a free loopback port, served from the mock's own loop."""
+def loopback(app: Any, portal: BlockingPortal) -> Iterator[str]:
+    """uvicorn on a free loopback port, served from the portal's loop; yields its base URL.
+    A fatal defect (oov-token-500) stops it, as it ends a real vLLM."""
     import uvicorn
 
     server = uvicorn.Server(

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import socket
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -30,22 +27,10 @@ def free_port() -> int:
 @contextmanager
 def running_server(argv: list[str], env: dict[str, str] | None = None) -> Iterator[str]:
     """A real uvicorn server on a free loopback port in a thread; yields its base URL."""
-    import uvicorn
+    from anyio.from_thread import start_blocking_portal
 
-    port = free_port()
-    config = parse_args([*argv, "--port", str(port)], env or {})
-    app = create_app(config)
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-    )
-    app.state.mock.on_fatal.append(lambda: setattr(server, "should_exit", True))
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 5
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(5)
+    from mock_server.harness import loopback
+
+    app = create_app(parse_args(argv, env or {}))
+    with start_blocking_portal() as portal, loopback(app, portal) as base_url:
+        yield base_url
