@@ -8,6 +8,7 @@ from typing import Any
 from mock_server.asgi import Disconnected, Receive, Scope, Send, read_body, send_bytes, send_json
 from mock_server.errors import ApiError, http_error
 from mock_server.gating import send_disabled, send_error
+from mock_server.jsonbody import TooDeep, loads
 from mock_server.state import AppState
 
 
@@ -34,8 +35,9 @@ class AbortEndpoint:
         try:
             raw = await read_body(scope, receive, cfg.mock_max_body_bytes)
             try:
-                body = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                body = loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError, TooDeep) as exc:
+                # vLLM 0.32 answers a 500 for too deep a body here (RecursionError)
                 raise http_error(400, f"JSON decode error: {exc}") from None
             if not isinstance(body, dict):
                 # real vLLM answers 500 here (AttributeError); the mock refuses bad input cleanly
@@ -73,9 +75,12 @@ class DevAbortEndpoint:
         body: Any = {}
         if raw.strip():
             try:
-                body = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError):
+                body = loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError, TooDeep):
                 await send_json(send, 400, {"error": "Invalid JSON format"})
+                return
+            except ApiError as err:
+                await send_error(send, self.state.config, err)
                 return
         if not isinstance(body, dict):
             await send_json(send, 400, {"error": "Request body must be a JSON object"})

@@ -9,7 +9,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from mock_server.errors import ValidationFailure, validation_item
+from mock_server.errors import ApiError, ValidationFailure, validation_item
+from mock_server.jsonbody import TooDeep, loads
 from mock_server.state import AppState
 
 Endpoint = Callable[[Request], Awaitable[JSONResponse]]
@@ -40,10 +41,12 @@ def _embedded(raw: bytes, field: str, required: bool) -> tuple[Any, JSONResponse
     body: Any = {}
     if raw.strip():
         try:
-            body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            body = loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError, TooDeep):
             item = validation_item("json_invalid", "body", "JSON decode error", None)
             return None, _invalid([item])
+        except ApiError as err:  # a lone surrogate: a label that could never be written back
+            return None, JSONResponse(err.body(), status_code=err.status)
     if not isinstance(body, dict):
         item = validation_item("model_attributes_type", "body", "Input should be an object", body)
         return None, _invalid([item])

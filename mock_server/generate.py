@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 from mock_server import checks
 from mock_server.asgi import (
@@ -20,8 +19,9 @@ from mock_server.asgi import (
     wait_disconnect,
 )
 from mock_server.engine import Job
-from mock_server.errors import ApiError, ValidationFailure, validation_item
+from mock_server.errors import ApiError, ValidationFailure
 from mock_server.gating import send_disabled, send_error
+from mock_server.jsonbody import parse_json
 from mock_server.logprobs import LogprobsRenderer, prompt_logprobs
 from mock_server.payloads import Builder
 from mock_server.request import GenerateRequest, parse_generate
@@ -32,23 +32,6 @@ UNSUPPORTED_MEDIA = (
     "1 validation error:\n  Unsupported Media Type: Only 'application/json' is allowed"
 )
 ENGINE_DEAD = "EngineCore encountered an issue. See stack trace (above) for the root cause."
-
-
-def parse_json(raw: bytes) -> Any:
-    """The body as JSON, or FastAPI's json_invalid error."""
-    if not raw.strip():
-        raise ValidationFailure([validation_item("missing", "body", "Field required", None)])
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        loc = f"body.{exc.pos}"
-        item = validation_item("json_invalid", loc, "JSON decode error", {}, {"error": exc.msg})
-        raise ValidationFailure([item]) from None
-    except UnicodeDecodeError:
-        item = validation_item(
-            "json_invalid", "body.0", "JSON decode error", {}, {"error": "Invalid UTF-8"}
-        )
-        raise ValidationFailure([item]) from None
 
 
 def is_json_media(scope: Scope) -> bool:

@@ -42,15 +42,12 @@ def _npy_b64(shape: tuple[int, ...], values: list[int]) -> str:
     return base64.b64encode(raw).decode("ascii")
 
 
-def routed_experts(records: list[TokenRecord]) -> str:
-    n = max(len(records) - 1, 0)
-    values = [
-        (rec.token_id + layer * 3 + k) % 8
-        for rec in records[:n]
-        for layer in range(2)
-        for k in range(2)
-    ]
-    return _npy_b64((n, 2, 2), values)
+def routed_experts(prompt: list[int], records: list[TokenRecord]) -> str:
+    """One row per token the model ran on: the prompt and every output token but the last
+    (vLLM's `test_return_routed_experts`: prompt + output - 1 rows of 2 layers x top-2)."""
+    ran = [*prompt, *(rec.token_id for rec in records)][:-1]
+    values = [(token + layer * 3 + k) % 8 for token in ran for layer in range(2) for k in range(2)]
+    return _npy_b64((len(ran), 2, 2), values)
 
 
 class Builder:
@@ -99,7 +96,7 @@ class Builder:
         ids: list[Any] = [r.token_id for r in records]
         experts = None
         if cfg.enable_return_routed_experts and finish:
-            experts = routed_experts(records)
+            experts = routed_experts(self.req.token_ids, seq.records)
         elif cfg.has_defect("routed-experts-always"):
             experts = "AAAA"
         out: dict[str, Any] = {

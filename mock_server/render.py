@@ -20,7 +20,8 @@ from mock_server import coerce as c
 from mock_server.config import MockConfig
 from mock_server.errors import ApiError, ValidationFailure, bad_request, validation_item
 from mock_server.gating import error_response
-from mock_server.generate import UNSUPPORTED_MEDIA, parse_json
+from mock_server.generate import UNSUPPORTED_MEDIA
+from mock_server.jsonbody import parse_json
 from mock_server.request import check_salt, check_sampling, stop_list
 from mock_server.schema_check import schema_errors
 from mock_server.state import AppState
@@ -128,6 +129,24 @@ def chat_template(messages: list[Any], add_generation_prompt: bool = True) -> st
     return "".join(parts)
 
 
+def stream_options(body: dict[str, Any], stream: bool, errors: c.Errors) -> Any:
+    """vLLM's StreamOptions with its defaults filled in (null when absent); only with stream."""
+    raw = body.get("stream_options")
+    if raw is None or c.to_dict(raw, "body.stream_options", errors) is None:
+        return None
+    loc = "body.stream_options"
+    out = {
+        "include_usage": c.field(raw, "include_usage", c.to_bool, loc, errors, False),
+        "continuous_usage_stats": c.field(
+            raw, "continuous_usage_stats", c.to_bool, loc, errors, False
+        ),
+    }
+    if not errors and not stream:
+        msg = "Stream options can only be defined when `stream=True`. (parameter=stream_options)"
+        raise ApiError(400, msg, "BadRequestError", "stream_options")
+    return out
+
+
 def _sampling_params(fields: dict[str, Any]) -> dict[str, Any]:
     """Mirrors msgspec omit_defaults output of vLLM's render: keys in struct field order."""
     temperature = float(fields.get("temperature", 1.0))
@@ -154,8 +173,16 @@ def _sampling_params(fields: dict[str, Any]) -> dict[str, Any]:
     if isinstance(logprobs, int) and not isinstance(logprobs, bool):
         sp["logprobs"] = logprobs
     check_sampling(sp)
+    kind = (
+        1 if fields.get("stream") else 2
+    )  # RequestOutputKind: DELTA when streamed, else FINAL_ONLY
     sp.update(
-        {"output_kind": 2, "skip_clone": True, "bad_words": [], "skip_reading_prefix_cache": False}
+        {
+            "output_kind": kind,
+            "skip_clone": True,
+            "bad_words": [],
+            "skip_reading_prefix_cache": False,
+        }
     )
     ordered = {key: sp[key] for key in SAMPLING_FIELD_ORDER if key in sp}
     return ordered | sp  # a key missing from the order keeps its place after the known ones
@@ -177,7 +204,7 @@ def _generate_request(
         "return_token_ids": None,
         "output_mode": "tokens",
         "stream": bool(fields.get("stream")),
-        "stream_options": None,
+        "stream_options": fields.get("stream_options"),
         "cache_salt": fields.get("cache_salt"),
         "priority": 0,
         "kv_transfer_params": None,
@@ -279,6 +306,9 @@ def _checked(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(fields, sampling_params); every type error of the body together, as pydantic does."""
     fields = parse_fields(body, chat, errors)
+    options = stream_options(body, bool(fields.get("stream")), errors)
+    if options is not None:
+        fields["stream_options"] = options
     if errors:
         raise ValidationFailure(errors)
     if "cache_salt" in fields:

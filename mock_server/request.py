@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from mock_server import coerce as c
 from mock_server.config import MockConfig
-from mock_server.errors import ApiError, ValidationFailure, param_error, validation_item
+from mock_server.errors import (
+    ApiError,
+    ValidationFailure,
+    bad_request,
+    param_error,
+    validation_item,
+)
 from mock_server.extra_fields import check_ranges, check_sampling_types, check_top_level_types
+from mock_server.features import feature_errors, prompt_errors
 
 TOP_LEVEL_KEYS = frozenset(
     [
@@ -169,8 +177,9 @@ def _parse_sampling(sp: dict[str, Any], errors: c.Errors) -> Sampling:
 
 def _verify_sampling(s: Sampling, sp: dict[str, Any], zero_max_ok: bool = False) -> None:
     """SamplingParams._verify_args: VLLMValidationError -> 400 BadRequestError."""
+    # vLLM 0.32 raises these three as plain ValueErrors: no param, no "(parameter=...)" suffix
     if s.n < 1:
-        raise param_error(f"n must be at least 1, got {s.n}.", "n", s.n)
+        raise bad_request(f"n must be at least 1, got {s.n}.")
     for key in ("presence_penalty", "frequency_penalty"):
         value = sp.get(key)
         if isinstance(value, int | float) and not -2.0 <= value <= 2.0:
@@ -179,6 +188,9 @@ def _verify_sampling(s: Sampling, sp: dict[str, Any], zero_max_ok: bool = False)
     if isinstance(rp, int | float) and not rp > 0:
         msg = f"repetition_penalty must be a finite number greater than zero, got {float(rp)}."
         raise param_error(msg, "repetition_penalty", float(rp))
+    if not math.isfinite(s.temperature):
+        t = s.temperature
+        raise param_error(f"temperature must be a finite number, got {t}.", "temperature", t)
     if s.temperature < 0:
         t = s.temperature
         raise param_error(f"temperature must be non-negative, got {t}.", "temperature", t)
@@ -196,14 +208,12 @@ def _verify_sampling(s: Sampling, sp: dict[str, Any], zero_max_ok: bool = False)
         msg = f"max_tokens must be at least 1, got {s.max_tokens}."
         raise param_error(msg, "max_tokens", s.max_tokens)
     if s.min_tokens < 0:
-        msg = f"min_tokens must be greater than or equal to 0, got {s.min_tokens}."
-        raise param_error(msg, "min_tokens", s.min_tokens)
+        raise bad_request(f"min_tokens must be greater than or equal to 0, got {s.min_tokens}.")
     if s.max_tokens is not None and s.min_tokens > s.max_tokens:
-        msg = (
+        raise bad_request(
             f"min_tokens must be less than or equal to max_tokens={s.max_tokens}, "
             f"got {s.min_tokens}."
         )
-        raise param_error(msg, "min_tokens", s.min_tokens)
     for key, value in (("logprobs", s.logprobs), ("prompt_logprobs", s.prompt_logprobs)):
         if value is not None and value < -1:
             raise param_error(f"{key} must be non-negative or -1, got {value}.", key, value)
@@ -358,6 +368,8 @@ def _model_validators(
                 "value_error", "body", f"Value error, {text}", body, {"error": ValueError(text)}
             )
         )
+    if isinstance(features, dict):
+        errors.extend(feature_errors(features) or prompt_errors(body, features, len(req.token_ids)))
     text_ok = config.has_defect("text-detokenize-false-accepted")
     if req.output_mode == "text" and not req.sampling.detokenize and not text_ok:
         text = "output_mode='text' requires sampling_params.detokenize to be true"
