@@ -21,7 +21,9 @@ from mock_server.dev import dev_endpoints
 from mock_server.engine import Engine
 from mock_server.generate import GenerateEndpoint
 from mock_server.render import render_routes
+from mock_server.render_apis import render_api_routes
 from mock_server.state import AppState
+from mock_server.tokenize import tokenize_routes
 
 VERSION = "0.32.0"
 
@@ -90,7 +92,8 @@ def create_app(config: MockConfig) -> Starlette:
     if not config.has_defect("abort-route-missing"):
         routes.append(Route("/inference/v1/abort_requests", AbortEndpoint(state), methods=["POST"]))
     if not config.has_defect("render-missing"):
-        routes += render_routes(state) + derender_routes(state)
+        routes += render_routes(state) + render_api_routes(state) + derender_routes(state)
+    routes += tokenize_routes(state)
     if config.dev_mode:
         update, finish, info = dev_endpoints(state)
         routes += [

@@ -147,7 +147,7 @@ def stream_options(body: dict[str, Any], stream: bool, errors: c.Errors) -> Any:
     return out
 
 
-def _sampling_params(fields: dict[str, Any]) -> dict[str, Any]:
+def sampling_params(fields: dict[str, Any]) -> dict[str, Any]:
     """Mirrors msgspec omit_defaults output of vLLM's render: keys in struct field order."""
     temperature = float(fields.get("temperature", 1.0))
     sp: dict[str, Any] = {
@@ -188,7 +188,7 @@ def _sampling_params(fields: dict[str, Any]) -> dict[str, Any]:
     return ordered | sp  # a key missing from the order keeps its place after the known ones
 
 
-def _generate_request(
+def generate_request(
     cfg: MockConfig, rid: str, ids: list[int], fields: dict[str, Any], sp: dict[str, Any]
 ) -> dict[str, Any]:
     out = {
@@ -313,7 +313,7 @@ def _checked(
         raise ValidationFailure(errors)
     if "cache_salt" in fields:
         check_salt(fields["cache_salt"])
-    return fields, _sampling_params(fields)
+    return fields, sampling_params(fields)
 
 
 def render_routes(state: AppState) -> list[Route]:
@@ -325,7 +325,7 @@ def render_routes(state: AppState) -> list[Route]:
         prompts = _prompts(body, tok, cfg.has_tokenizer, errors)
         fields, sp = _checked(body, False, errors)
         rid = f"cmpl-{secrets.token_hex(8)}"
-        return JSONResponse([_generate_request(cfg, rid, ids, fields, sp) for ids in prompts])
+        return JSONResponse([generate_request(cfg, rid, ids, fields, sp) for ids in prompts])
 
     async def render_chat(request: Request) -> Response:
         body = await read_object(state, request)
@@ -342,7 +342,7 @@ def render_routes(state: AppState) -> list[Route]:
             raise bad_request(NO_TOKENIZER)
         prompt = chat_template(messages, fields.get("add_generation_prompt", True))
         rid = f"chatcmpl-{secrets.token_hex(8)}"
-        return JSONResponse(_generate_request(cfg, rid, tok.encode(prompt), fields, sp))
+        return JSONResponse(generate_request(cfg, rid, tok.encode(prompt), fields, sp))
 
     handlers = [
         ("/v1/completions/render", render_completions),
