@@ -20,6 +20,7 @@ from mock_server.derender import derender_routes
 from mock_server.dev import dev_endpoints
 from mock_server.engine import Engine
 from mock_server.generate import GenerateEndpoint
+from mock_server.openai_compat import openai_routes
 from mock_server.render import render_routes
 from mock_server.render_apis import render_api_routes
 from mock_server.state import AppState
@@ -93,7 +94,7 @@ def create_app(config: MockConfig) -> Starlette:
         routes.append(Route("/inference/v1/abort_requests", AbortEndpoint(state), methods=["POST"]))
     if not config.has_defect("render-missing"):
         routes += render_routes(state) + render_api_routes(state) + derender_routes(state)
-    routes += tokenize_routes(state)
+    routes += tokenize_routes(state) + openai_routes(state)
     if config.dev_mode:
         update, finish, info = dev_endpoints(state)
         routes += [

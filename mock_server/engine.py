@@ -7,7 +7,7 @@ import contextlib
 import random
 import secrets
 from collections import Counter, deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,7 +143,7 @@ class Engine:
         return random.Random(f"{seed}:{index}")
 
     # -- generation --------------------------------------------------------------------
-    async def run(self, job: Job) -> AsyncIterator[Event]:
+    async def run(self, job: Job) -> AsyncGenerator[Event, None]:
         """Drive one job; yields per-sequence events; always finishes every sequence."""
         req, cfg = job.req, self.cfg
         n = 1 if cfg.has_defect("n-ignored") else req.sampling.n

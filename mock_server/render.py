@@ -218,7 +218,7 @@ def generate_request(
     return out
 
 
-def _prompts(
+def completion_prompts(
     body: dict[str, Any], tok: Tokenizer, has_tok: bool, errors: c.Errors
 ) -> list[list[int]]:
     """CompletionRequest.prompt: str | list[str] | list[int] | list[list[int]]."""
@@ -301,7 +301,7 @@ def guard(cfg: MockConfig, handler: Handler) -> Handler:
     return endpoint
 
 
-def _checked(
+def checked_fields(
     body: dict[str, Any], chat: bool, errors: c.Errors
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(fields, sampling_params); every type error of the body together, as pydantic does."""
@@ -316,36 +316,46 @@ def _checked(
     return fields, sampling_params(fields)
 
 
+def render_completion(
+    cfg: MockConfig, tok: Tokenizer, body: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """A CompletionRequest as the GenerateRequests it renders to, one per prompt."""
+    errors: c.Errors = []
+    prompts = completion_prompts(body, tok, cfg.has_tokenizer, errors)
+    fields, sp = checked_fields(body, False, errors)
+    rid = f"cmpl-{secrets.token_hex(8)}"
+    return [generate_request(cfg, rid, ids, fields, sp) for ids in prompts]
+
+
+def render_chat(cfg: MockConfig, tok: Tokenizer, body: dict[str, Any]) -> dict[str, Any]:
+    """A ChatCompletionRequest as the GenerateRequest it renders to (templated prompt)."""
+    messages = body.get("messages")
+    if "messages" not in body:
+        raise ValidationFailure(
+            [validation_item("missing", "body.messages", "Field required", body)]
+        )
+    if not isinstance(messages, list):
+        msg = "Input should be a valid list"
+        raise ValidationFailure([validation_item("list_type", "body.messages", msg, messages)])
+    fields, sp = checked_fields(body, True, [])
+    if not cfg.has_tokenizer:
+        raise bad_request(NO_TOKENIZER)
+    prompt = chat_template(messages, fields.get("add_generation_prompt", True))
+    rid = f"chatcmpl-{secrets.token_hex(8)}"
+    return generate_request(cfg, rid, tok.encode(prompt), fields, sp)
+
+
 def render_routes(state: AppState) -> list[Route]:
     cfg, tok = state.config, state.engine.tokenizer
 
-    async def render_completions(request: Request) -> Response:
-        body = await read_object(state, request)
-        errors: c.Errors = []
-        prompts = _prompts(body, tok, cfg.has_tokenizer, errors)
-        fields, sp = _checked(body, False, errors)
-        rid = f"cmpl-{secrets.token_hex(8)}"
-        return JSONResponse([generate_request(cfg, rid, ids, fields, sp) for ids in prompts])
+    async def completions(request: Request) -> Response:
+        return JSONResponse(render_completion(cfg, tok, await read_object(state, request)))
 
-    async def render_chat(request: Request) -> Response:
-        body = await read_object(state, request)
-        messages = body.get("messages")
-        if "messages" not in body:
-            raise ValidationFailure(
-                [validation_item("missing", "body.messages", "Field required", body)]
-            )
-        if not isinstance(messages, list):
-            msg = "Input should be a valid list"
-            raise ValidationFailure([validation_item("list_type", "body.messages", msg, messages)])
-        fields, sp = _checked(body, True, [])
-        if not cfg.has_tokenizer:
-            raise bad_request(NO_TOKENIZER)
-        prompt = chat_template(messages, fields.get("add_generation_prompt", True))
-        rid = f"chatcmpl-{secrets.token_hex(8)}"
-        return JSONResponse(generate_request(cfg, rid, tok.encode(prompt), fields, sp))
+    async def chat(request: Request) -> Response:
+        return JSONResponse(render_chat(cfg, tok, await read_object(state, request)))
 
     handlers = [
-        ("/v1/completions/render", render_completions),
-        ("/v1/chat/completions/render", render_chat),
+        ("/v1/completions/render", completions),
+        ("/v1/chat/completions/render", chat),
     ]
     return [Route(path, guard(cfg, h), methods=["POST"]) for path, h in handlers]
