@@ -3,5 +3,4 @@
 # Artifacts (reports, server logs, transcripts, timings, gate) land in .tox/live-cpu-results.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install -q tox
-python3 -m tox -e live-cpu
+python3 bootstrap.py -e live-cpu
