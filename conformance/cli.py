@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 
-from . import __version__
 from .profiles import MAIN_PROFILES, MOCK_KNOBS, PROFILES
+from .reporting.provenance import VersionAction
 from .results import Report, exit_code
 
 # Subcommands that live in other packages register under this entry-point group (see
@@ -34,7 +34,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="tito-conformance",
         description="Conformance suite for vLLM's Tokens In <> Tokens Out (TITO) API.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=VersionAction)
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser(
         "run",

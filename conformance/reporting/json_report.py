@@ -23,6 +23,7 @@ def to_dict(report: Report) -> dict[str, Any]:
             "name": report.suite_name,
             "version": report.suite_version,
             "spec_version": report.spec_version,
+            **_documents(),
         },
         "server": {
             "base_url": report.server.base_url,
@@ -43,6 +44,14 @@ def to_dict(report: Report) -> dict[str, Any]:
         },
         "requirements": [_requirement(r, report.harness_error) for r in report.requirements],
     }
+
+
+def _documents() -> dict[str, str]:
+    """The hashes and the OpenAPI version of the documents this kit judges by."""
+    from .provenance import provenance
+
+    keys = ("document_sha256", "openapi_version", "openapi_sha256")
+    return {k: v for k, v in provenance().items() if k in keys}
 
 
 def _requirement(result: RequirementResult, harness_error: str) -> dict[str, Any]:
