@@ -197,7 +197,10 @@ def _with_fuzz(
     if not examples or report.harness_error:
         return report
     from .fuzz import fuzz_report, merge
+    from .reporting.progress import Progress
 
+    progress = Progress(f"   [{config.profile or base_url}] ")
+    progress.update(f"fuzzing, {examples} cases per operation")
     try:
         fuzzed = fuzz_report(
             base_url,
@@ -209,6 +212,8 @@ def _with_fuzz(
     except Exception as exc:  # the fuzzer's probe or a harness bug: say so, do not hide it
         report.harness_error = f"fuzz: {type(exc).__name__}: {exc}"
         return report
+    finally:
+        progress.clear()
     return merge(report, fuzzed)
 
 

@@ -13,6 +13,7 @@ import pytest
 from .assemble import SUITE_NAME, build, report_from
 from .collector import Collector
 from .features import ProbeError
+from .reporting.progress import Progress
 from .results import Report
 from .session import Session, SuiteConfig
 
@@ -57,7 +58,7 @@ def run(config: SuiteConfig) -> Report:
     output = io.StringIO()
     try:
         with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-            code = pytest.main(pytest_args(config), plugins=[collector])
+            code = pytest.main(pytest_args(config), plugins=[collector, progress_plugin(config)])
     finally:
         session.close()
     error = ""
@@ -70,4 +71,9 @@ def run(config: SuiteConfig) -> Report:
     return build(config, session, started_at, t0, collector.outcomes, harness_error=error)
 
 
-__all__ = ["SUITE_NAME", "pytest_args", "report_from", "run"]
+def progress_plugin(config: SuiteConfig) -> Progress:
+    """The check group running, on a terminal (see reporting.progress)."""
+    return Progress(f"   [{config.profile or config.base_url}] checks: ")
+
+
+__all__ = ["SUITE_NAME", "progress_plugin", "pytest_args", "report_from", "run"]

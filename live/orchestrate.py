@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.reporting import json_report, terminal
+from conformance.reporting.progress import Progress
 from conformance.results import Report
 from conformance.runner import report_from
 from conformance.session import SuiteConfig
@@ -51,18 +52,22 @@ def run_profile(
         profile=profile.name,
     )
     t0 = time.monotonic()
+    progress = Progress(f"   [{profile.name}] ")
     try:
+        progress.update("starting the server")
         with server:
             run = run_suite(server, config)
             if args.diff:
                 if not server.alive:
                     server.restart()
+                progress.update("mock-vs-real diff")
                 t1 = time.monotonic()
                 diffs.append(diff_against_mock(server, profile, out))
                 run.timings["diff_s"] = round(time.monotonic() - t1, 2)
             if fuzzing is not None:
                 if not server.alive:
                     server.restart()
+                progress.update(f"fuzzing, {fuzzing.budget.max_examples} cases per operation")
                 t1 = time.monotonic()
                 fuzzing.verdicts.append(fuzzing.run(server, profile, run.report.server.version))
                 run.timings["fuzz_s"] = round(time.monotonic() - t1, 2)
@@ -70,6 +75,8 @@ def run_profile(
         report: Report = report_from(config, None, [])
         report.harness_error = f"server did not start: {exc}"
         run = LiveRun(profile.name, report)
+    finally:
+        progress.clear()
     run.duration_s = round(time.monotonic() - t0, 2)
     run.timings |= {
         "start_s": server.timings.starts_s,
@@ -145,6 +152,11 @@ def run_all(backend: Backend, profiles: list[LiveProfile], args: argparse.Namesp
     (out / "gate.txt").write_text(gate + "\n", encoding="utf-8")
     timings["total_s"] = round(time.monotonic() - t0, 2)
     write_json(out / "timings.json", timings)
-    print(f"live run: {timings['total_s']} s; artifacts in {out}")
     fuzzed_ok = fuzzing is None or all(v.ok for v in fuzzing.verdicts)
-    return 0 if all(v.ok for v in verdicts) and all(d.ok for d in diffs) and fuzzed_ok else 1
+    ok = all(v.ok for v in verdicts) and all(d.ok for d in diffs) and fuzzed_ok
+    names = ", ".join(p.name for p in profiles)
+    print(
+        f"== live [{backend.kind}] overall ({len(profiles)} profiles: {names}): "
+        f"{'PASSED' if ok else 'FAILED'} in {timings['total_s']} s; artifacts in {out}"
+    )
+    return 0 if ok else 1

@@ -19,7 +19,7 @@ from conformance.collector import Collector
 from conformance.exchange import Exchange
 from conformance.features import ProbeError
 from conformance.results import Report
-from conformance.runner import pytest_args, report_from
+from conformance.runner import progress_plugin, pytest_args, report_from
 from conformance.session import Session, SuiteConfig
 
 from .launcher import LiveServer
@@ -53,7 +53,9 @@ def run_suite(server: LiveServer, config: SuiteConfig) -> LiveRun:
     output = io.StringIO()
     try:
         with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-            code = pytest.main(pytest_args(config), plugins=[collector, watchdog])
+            code = pytest.main(
+                pytest_args(config), plugins=[collector, watchdog, progress_plugin(config)]
+            )
     finally:
         session.close()
     mark_deaths(collector.outcomes, watchdog.culprits())

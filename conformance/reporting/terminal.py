@@ -9,7 +9,23 @@ from ..results import Report, SkipKind, Status
 
 
 def render(reports: list[Report], verbose: bool = False) -> str:
-    return "\n\n".join(_one(r, verbose) for r in reports)
+    """One block per report; over several profiles, one overall line closes it."""
+    text = "\n\n".join(_one(r, verbose) for r in reports)
+    return text + "\n\n" + overall(reports) if len(reports) > 1 else text
+
+
+def overall(reports: list[Report]) -> str:
+    """The verdict of a run over several profiles, on one line, naming the ones that failed."""
+    sums = [r.summary for r in reports]
+    names = [r.server.profile or r.server.base_url for r in reports]
+    bad = [n for n, s in zip(names, sums, strict=True) if s.failed or s.errors]
+    verdict = f"FAILED in {', '.join(bad)}" if bad else "PASSED"
+    return (
+        f"== overall ({len(reports)} profiles: {', '.join(names)}): {verdict}: "
+        f"{sum(s.passed for s in sums)} passed, {sum(s.failed for s in sums)} failed, "
+        f"{sum(s.warnings for s in sums)} warnings, {sum(s.skipped for s in sums)} skipped, "
+        f"{sum(s.errors for s in sums)} errors in {sum(r.duration_s for r in reports):.1f} s"
+    )
 
 
 def _one(report: Report, verbose: bool) -> str:
