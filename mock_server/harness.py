@@ -98,7 +98,10 @@ class TitoMock:
     def portal(self) -> BlockingPortal:
         """The mock's event loop, started on first use."""
         if self._portal is None:
-            self._portal = self._stack.enter_context(start_blocking_portal())
+            portal = self._portal = self._stack.enter_context(start_blocking_portal())
+            # Requests still running at close (a stream never closed, hang-generate) are
+            # cancelled: the portal would otherwise wait for them, maybe forever.
+            self._stack.callback(_cancel_remaining, portal)
         return self._portal
 
     # -- ways in -----------------------------------------------------------------------
@@ -133,6 +136,11 @@ class TitoMock:
             state.engine = Engine(self.config)
 
         self.portal.call(fresh)
+
+
+def _cancel_remaining(portal: BlockingPortal) -> None:
+    with contextlib.suppress(RuntimeError):  # already stopped
+        portal.call(portal.stop, True)
 
 
 @contextlib.contextmanager

@@ -1,9 +1,10 @@
 """respx wiring: inside `respx.mock`, the TITO paths are answered by an in-process mock.
 
 A client whose tests already mock HTTP with respx keeps its router and its other routes; the
-paths the mock serves (generate, abort, render, derender, health, models, version, stats and,
-in dev mode, the weight-label endpoints) get the mock's real answers, streams included, with
-no socket. Other paths on the same host stay the router's business.
+TITO paths the mock serves (those of `openapi/tito.yaml`: generate, abort, render, derender,
+health, models, version and, in dev mode, the weight-label endpoints; plus `/mock/stats`) get
+the mock's real answers, streams included, with no socket. Other paths on the same host, the
+OpenAI-compatible completions among them, stay the router's business.
 """
 
 from __future__ import annotations
@@ -15,13 +16,19 @@ import httpx
 from starlette.routing import Route
 
 from mock_server.harness import TitoMock
+from openapi import load_spec
 
 DEFAULT_BASE_URL = "http://tito.mock"
 
 
+MOCK_PATHS = ("/mock/stats",)
+
+
 def tito_paths(mock: TitoMock) -> list[str]:
-    """The paths this mock's configuration serves (its flags decide which exist)."""
-    return [route.path for route in mock.app.routes if isinstance(route, Route)]
+    """The paths of the OpenAPI document (and the mock's stats) this mock's flags serve; the
+    OpenAI-compatible routes the mock also answers stay the router's, like any other path."""
+    wanted = {*load_spec()["paths"], *MOCK_PATHS}
+    return [r.path for r in mock.app.routes if isinstance(r, Route) and r.path in wanted]
 
 
 def add_routes(router: Any, mock: TitoMock, base_url: str = DEFAULT_BASE_URL) -> list[Any]:

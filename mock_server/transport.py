@@ -96,7 +96,12 @@ class Exchange:
             self.gone.set()
             await asyncio.wait([asyncio.wrap_future(self.done)], timeout=CLOSE_WAIT_S)  # type: ignore[arg-type]
 
-        return self._portal.start_task_soon(hang_up)
+        try:
+            return self._portal.start_task_soon(hang_up)
+        except RuntimeError:  # the mock has been closed: nothing is left to hang up on
+            ended: Future[None] = Future()
+            ended.set_result(None)
+            return ended
 
 
 def _response(

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
 
-from mock_server.harness import TitoMock
+from mock_server.harness import MockSettings, TitoMock
 
 GENERATE = "/inference/v1/generate"
 ABORT = "/inference/v1/abort_requests"
@@ -142,3 +143,26 @@ def test_unknown_defects_and_flags_are_errors_not_silence(tito_mock_factory: Fac
         tito_mock_factory(flags=["--no-such-flag"])
     with pytest.raises(ValueError, match="scope"):
         tito_mock_factory(scope="class")
+
+
+def test_closing_a_mock_ends_requests_a_client_left_hanging() -> None:
+    mock = TitoMock(MockSettings.of(defects=["hang-generate"])).__enter__()
+    errors: list[Exception] = []
+
+    def wait_forever() -> None:
+        with httpx.Client(
+            transport=mock.transport(), base_url="http://tito.mock", timeout=None
+        ) as c:
+            try:
+                c.post(GENERATE, json=body(2, stream=False))
+            except httpx.HTTPError as exc:
+                errors.append(exc)
+
+    waiting = threading.Thread(target=wait_forever)
+    waiting.start()
+    while mock.stats()["received"] == 0:
+        threading.Event().wait(0.01)
+    mock.close()
+    waiting.join(10)
+    assert not waiting.is_alive()
+    assert [type(e) for e in errors] == [httpx.RemoteProtocolError]
