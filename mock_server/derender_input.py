@@ -10,6 +10,7 @@ follow here, in vLLM's order and with its messages, so the answers only ever rea
 from __future__ import annotations
 
 import copy
+import math
 import secrets
 from typing import Any
 
@@ -74,6 +75,22 @@ def _value_error(loc: str, text: str, value: Any) -> ValidationFailure:
     return ValidationFailure([{**item, "ctx": {"error": ValueError(text)}}])
 
 
+def _finite(body: Any) -> None:
+    """NaN and Infinity parse (JSON's extension, as vLLM parses it) but derender echoes logprobs
+    and metrics, and no JSON answer can carry them: refused as pydantic refuses them for a
+    finite float, never a 500 while writing the answer."""
+    stack: list[tuple[Any, str]] = [(body, "body")]
+    while stack:
+        node, loc = stack.pop()
+        if isinstance(node, float) and not math.isfinite(node):
+            msg = "Input should be a finite number"
+            raise ValidationFailure([validation_item("finite_number", loc, msg, node)])
+        if isinstance(node, dict):
+            stack += [(v, f"{loc}.{k}") for k, v in node.items()]
+        elif isinstance(node, list):
+            stack += [(v, f"{loc}.{i}") for i, v in enumerate(node)]
+
+
 def validate(body: dict[str, Any], kind: str, accept_text: bool) -> dict[str, Any]:
     """The body, checked against its form (streaming or not) of the spec's request schema,
     then by the model validators vLLM runs once the fields are valid."""
@@ -95,6 +112,7 @@ def validate(body: dict[str, Any], kind: str, accept_text: bool) -> dict[str, An
     ]
     if errors:
         raise ValidationFailure(errors)
+    _finite(body)
     out: dict[str, Any] = integral(body)
     if streamed and out.get("stream_state") is not None:
         st = out["stream_state"]
