@@ -26,12 +26,10 @@ from dataclasses import asdict, dataclass
 from multiprocessing import get_context
 from pathlib import Path
 
-from conformance.profiles import MOCK_KNOBS, PROFILES
+from conformance.embedded import embedded_mock
 from conformance.requirements import Level, by_id
 from conformance.results import Report, Status
 from conformance.runner import run
-from conformance.server_process import ServerProcess, free_port, mock_argv
-from conformance.session import SuiteConfig
 from mock_server.defects import DEFECTS
 
 MAX_RADIUS = 3  # newly failing IDs a defect may cause, its declared ones included
@@ -41,21 +39,9 @@ JUDGED = (Level.MUST, Level.SHOULD)
 
 def full_run(profile: str, flags: tuple[str, ...] = (), defects: tuple[str, ...] = ()) -> Report:
     """The whole suite against the mock of `profile` (its claims, MOCK_KNOBS, `flags`)."""
-    p = PROFILES[profile]
-    port = free_port()
-    argv = mock_argv(port, [*p.flags, *MOCK_KNOBS, *flags], list(defects))
-    with ServerProcess(argv, port, env=dict(p.env)) as server:
-        return run(
-            SuiteConfig(
-                base_url=server.base_url,
-                api_key=p.api_key,
-                expect=p.claims,
-                profile=profile,
-                timeout=3.0,
-                warmup_timeout=3.0,
-                deadline_s=120.0,
-            )
-        )
+    quick = {"timeout": 3.0, "warmup_timeout": 3.0, "deadline_s": 120.0}
+    with embedded_mock(profile, flags, defects, **quick) as (_, config):
+        return run(config)
 
 
 def failing(report: Report) -> frozenset[str]:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 
-from .profiles import MAIN_PROFILES, MOCK_KNOBS, PROFILES
+from .profiles import MAIN_PROFILES, PROFILES
 from .reporting.provenance import VersionAction
 from .results import Report, exit_code
 
@@ -222,22 +222,19 @@ def _run_embedded(
 ) -> list[Report]:
     from dataclasses import replace
 
+    from .embedded import embedded_mock
     from .runner import run
-    from .server_process import ServerProcess, free_port, mock_argv
     from .session import SuiteConfig
 
     assert isinstance(base, SuiteConfig)
     reports = []
     for name in profiles:
-        profile = PROFILES[name]
-        port = free_port()
-        argv = mock_argv(port, [*profile.flags, *MOCK_KNOBS], defects)
-        with ServerProcess(argv, port, env=dict(profile.env)) as server:
+        with embedded_mock(name, defects=defects) as (server, started):
             config = replace(
                 base,
                 base_url=server.base_url,
-                api_key=profile.api_key,
-                expect=base.expect | profile.claims,
+                api_key=started.api_key,
+                expect=base.expect | started.expect,
                 profile=name,
             )
             report = run(config)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from .assemble import report_from
+from .foundations import builds_on
 from .http import ServerBroke
 from .in_flight import Inconclusive
 from .registry import needs_of, requirements_of, runs_last
@@ -29,6 +30,7 @@ class Collector:
         self._open_error: Exception | None = None
         self.outcomes: list[tuple[tuple[str, ...], CheckResult]] = []
         self._started: dict[str, float] = {}
+        self.selected: frozenset[str] | None = None
 
     def open(self) -> Session:
         if self._open_error is not None:
@@ -36,6 +38,7 @@ class Collector:
         if self.session is None:
             try:
                 self.session = Session.open(self.config)
+                self.session.selected = self.selected
             except Exception as exc:
                 self._open_error = exc
                 raise
@@ -71,6 +74,11 @@ class Collector:
             else:
                 drop.append(item)
         keep.sort(key=lambda item: runs_last(getattr(item, "function", None)))
+        self.selected = frozenset(
+            rid for item in keep for rid in requirements_of(getattr(item, "function", None))
+        )
+        if self.session is not None:
+            self.session.selected = self.selected
         if drop:
             config.hook.pytest_deselected(items=drop)
         items[:] = keep
@@ -88,7 +96,8 @@ class Collector:
                 )
             ids = requirements_of(function)
             what = by_id()[ids[0]].title if ids else item.name
-            self.session.applies(needs_of(function), what)
+            self.session.applies(needs_of(function), what, ids)
+            builds_on(self.session, *needs_of(function).builds_on)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(

@@ -39,6 +39,23 @@ KNOWN_FEATURES = (
 )
 # No probe can tell a start flag from a server that sends the field by mistake.
 CLAIM_ONLY = ("routed-experts", "sampling-mask")
+# The requirement that states each feature is there. A claimed feature the server lacks fails
+# that one; every other check needing the feature is blocked naming it (one defect, one
+# requirement), unless the run does not include it.
+ANCHORS = {
+    "scale-out": "GEN-003",
+    "tokens-only": "TOKONLY-001",
+    "disabled": "DISABLED-001",
+    "api-key": "AUTH-001",
+    "abort": "ABORT-001",
+    "legacy-abort": "ABORT-007",
+    "text-mode": "TEXT-001",
+    "output-mode-echo": "TEXT-005",
+    "render": "RENDER-001",
+    "weight-labels": "WV-007",
+    "data-parallel": "DP-001",
+}
+GENERATING = ("scale-out", "tokens-only")  # the claims that promise a working generate
 
 
 class ProbeError(Exception):
@@ -81,6 +98,22 @@ class Features:
             **dict.fromkeys(CLAIM_ONLY, False),
         }
         return [name for name in KNOWN_FEATURES if found[name]]
+
+    def generating_claim(self, claims: frozenset[str]) -> str | None:
+        """The claim promising a generate this server does not serve, if any."""
+        if self.generate == "enabled":
+            return None
+        return next((c for c in GENERATING if c in claims), None)
+
+    def anchor(self, name: str, claims: frozenset[str]) -> str | None:
+        """The requirement to fail when `name` is claimed but absent: the root cause, so a
+        scale-out server whose generate is missing fails GEN-003, not every abort check."""
+        root = self.generating_claim(claims)
+        if root is not None and name != root:
+            return ANCHORS[root]
+        if name == "text-mode" and self.tokenizer and not self.output_mode_echo:
+            return ANCHORS["output-mode-echo"]
+        return ANCHORS.get(name)
 
     def why_not(self, name: str) -> str:
         """Why a feature is absent, for skip reasons."""

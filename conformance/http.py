@@ -140,6 +140,13 @@ class Stream:
             raise ServerBroke(f"the stream broke off: {type(exc).__name__}: {exc}") from None
 
 
+def sse_data(raw: bytes) -> list[str]:
+    """The data of each complete event in SSE bytes, decoded by httpx-sse: the one SSE
+    decoder of the kit (the suite's streams, the fuzzer's and the diff's bytes alike)."""
+    response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=raw)
+    return [event.data for event in EventSource(response).iter_sse()]
+
+
 def _read_bounded(response: httpx.Response, deadline: float) -> bytes:
     chunks: list[bytes] = []
     size = 0

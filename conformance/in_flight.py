@@ -26,11 +26,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from .http import Reply, ServerBroke
+from .api import GENERATE, PROMPT, body
+from .http import Reply, ServerBroke, sse_data
 from .session import Session
 
-GENERATE = "/inference/v1/generate"
-PROMPT = [10, 11, 12, 13]
 TARGET_S = 1.0  # how long a request should run, so an action lands inside it
 MIN_TOKENS = 16
 GROWTH = 8  # each retry asks for this many times more tokens
@@ -74,10 +73,15 @@ class Timeline:
     def tokens(self) -> int:
         return sum(len(c.get("token_ids") or []) for c in self.choices())
 
+    def last_finished(self) -> dict[str, Any] | None:
+        """The last choice (or chunk of one) that carries a finish_reason."""
+        finished = [c for c in self.choices() if c.get("finish_reason")]
+        return finished[-1] if finished else None
+
     @property
     def finish_reason(self) -> Any:
-        finishes = [c.get("finish_reason") for c in self.choices() if c.get("finish_reason")]
-        return finishes[-1] if finishes else None
+        last = self.last_finished()
+        return last.get("finish_reason") if last is not None else None
 
     def gap_s(self) -> float:
         """The median time between token chunks of this stream (0 if unknown)."""
@@ -90,9 +94,7 @@ class Timeline:
             return Outcome.LANDED
         if self.tokens < self.max_tokens or self.finish_reason is None:
             return Outcome.CUT
-        margin = max(MIN_MARGIN_S, 10 * max(itl_s, self.gap_s()))
-        answered, ended = self.action_answered_s, self.ended_s
-        if answered is not None and ended is not None and ended - answered > margin:
+        if outlived(self.action_answered_s, self.ended_s, max(itl_s, self.gap_s())):
             return Outcome.IGNORED
         return Outcome.TOO_CLOSE
 
@@ -107,6 +109,34 @@ class Timeline:
             f"{at(self.action_answered_s)}; the request ended at {at(self.ended_s)} with "
             f"finish_reason {self.finish_reason!r} after {self.tokens} tokens"
         )
+
+
+def outlived(answered_s: float | None, ended_s: float | None, gap_s: float = 0.0) -> bool:
+    """The request ran on well after the action was answered: max(0.1 s, 10 gaps) later.
+    Anything closer is not evidence that the action was ignored (the suite's abort checks,
+    WV-009 and the fuzzer's abort sequence all read it so)."""
+    if answered_s is None or ended_s is None:
+        return False
+    return ended_s - answered_s > max(MIN_MARGIN_S, 10 * gap_s)
+
+
+def ids_for(request_id: str) -> list[str]:
+    """The ids to abort: the one the server named, with and without the documented prefix, so a
+    server that gets the prefix wrong fails GEN-RESP-004, not every abort."""
+    bare = request_id.removeprefix("generate-tokens-")
+    return list(dict.fromkeys([request_id, f"generate-tokens-{bare}", bare]))
+
+
+def first_request_id(raw: bytes) -> str | None:
+    """The request_id of the first complete stream event that names one."""
+    for data in sse_data(raw):
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            continue
+        if isinstance(chunk, dict) and isinstance(chunk.get("request_id"), str):
+            return str(chunk["request_id"])
+    return None
 
 
 def _token_count(chunk: dict[str, Any]) -> int:
@@ -127,9 +157,10 @@ def sizes(s: Session) -> list[int]:
     return found
 
 
-def _payload(max_tokens: int, stream: bool) -> dict[str, Any]:
-    params = {"max_tokens": max_tokens, "temperature": 0, "ignore_eos": True}
-    return {"token_ids": PROMPT, "sampling_params": params, "stream": stream}
+def _payload(max_tokens: int, stream: bool, rid: str) -> dict[str, Any]:
+    """A greedy request running to max_tokens. Its id goes in the body and in X-Request-Id, so
+    whichever the server honours, the action finds it (each rule is its own requirement)."""
+    return body(max_tokens, ignore_eos=True, top={"stream": stream, "request_id": rid})
 
 
 def stream_with(s: Session, rid: str, max_tokens: int, action: Callable[[str], Reply]) -> Timeline:
@@ -143,7 +174,7 @@ def stream_with(s: Session, rid: str, max_tokens: int, action: Callable[[str], R
         return time.monotonic() - started
 
     with s.client.stream(
-        GENERATE, _payload(max_tokens, True), headers={"X-Request-Id": rid}, deadline=deadline
+        GENERATE, _payload(max_tokens, True, rid), headers={"X-Request-Id": rid}, deadline=deadline
     ) as st:
         if st.status != 200:
             raise AssertionError(
@@ -216,7 +247,7 @@ def whole_with(
         try:
             box["reply"] = s.client.post(
                 GENERATE,
-                _payload(max_tokens, False),
+                _payload(max_tokens, False, rid),
                 headers={"X-Request-Id": rid},
                 timeout=timeout,
             )
@@ -257,15 +288,26 @@ def whole_with(
 
 
 def overlapped(
-    s: Session, attempt: Callable[[int, int], Timeline], what: str
+    s: Session,
+    attempt: Callable[[int, int], Timeline],
+    what: str,
+    landed: Callable[[Timeline, int], bool] | None = None,
 ) -> tuple[Timeline, Outcome]:
     """Run `attempt(max_tokens, try_number)` with growing requests until the action and the
-    request provably overlap; Inconclusive when even the longest could not."""
+    request provably overlap; Inconclusive when even the longest could not. `landed(line,
+    try_number)` says whether the action took effect (default: the request ended as aborted)."""
     tried: list[str] = []
     itl = s.limits.itl_s or 0.0
     for number, max_tokens in enumerate(sizes(s)):
         line = attempt(max_tokens, number)
-        outcome = line.outcome(itl)
+        if landed is None:
+            outcome = line.outcome(itl)
+        elif landed(line, number):
+            outcome = Outcome.LANDED
+        elif outlived(line.action_answered_s, line.ended_s, max(itl, line.gap_s())):
+            outcome = Outcome.IGNORED
+        else:
+            outcome = Outcome.TOO_CLOSE
         if outcome is not Outcome.TOO_CLOSE:
             return line, outcome
         tried.append(line.describe())

@@ -26,11 +26,14 @@ _REGISTRY: dict[str, tuple[str, ...]] = {}
 class Needs:
     """What a check needs from the server, decided by the collector before the check runs (as
     Gateway API tests declare `Features`): detected features ("generate" = a working generate),
-    and limits: `n` choices, `room` output tokens after the usual prompt."""
+    limits (`n` choices, `room` output tokens after the usual prompt), and the requirements whose
+    behaviour the check's evidence rests on (`builds_on`: when one of those is broken, the check
+    is blocked naming it, so one defect fails one requirement)."""
 
     features: tuple[str, ...] = ()
     n: int | None = None
     room: int | None = None
+    builds_on: tuple[str, ...] = ()
 
 
 def checks(
@@ -38,22 +41,24 @@ def checks(
     needs: tuple[str, ...] = (),
     n: int | None = None,
     room: int | None = None,
+    builds_on: tuple[str, ...] = (),
     last: bool = False,
     after_all: bool = False,
 ) -> Callable[[F], F]:
-    """Mark a check as deciding `requirement_ids`, needing `needs` (features), `n` and `room`.
+    """Mark a check as deciding `requirement_ids`, needing `needs` (features), `n`, `room` and
+    the requirements it `builds_on`.
 
     `after_all` checks judge what the others received (they run after them); `last` checks may
     take the server down, so they run after everything else."""
     if not requirement_ids:
         raise ValueError("a check must name at least one requirement")
-    unknown = [rid for rid in requirement_ids if rid not in by_id()]
+    unknown = [rid for rid in (*requirement_ids, *builds_on) if rid not in by_id()]
     if unknown:
         raise ValueError(f"unknown requirement id(s): {', '.join(unknown)}")
 
     def mark(fn: F) -> F:
         setattr(fn, ATTRIBUTE, tuple(requirement_ids))
-        setattr(fn, NEEDS, Needs(tuple(needs), n, room))
+        setattr(fn, NEEDS, Needs(tuple(needs), n, room, tuple(builds_on)))
         setattr(fn, LAST, 2 if last else 1 if after_all else 0)
         _REGISTRY[f"{fn.__module__}.{fn.__qualname__}"] = tuple(requirement_ids)
         return fn

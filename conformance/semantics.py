@@ -28,6 +28,15 @@ def choices_of(response: dict[str, Any]) -> list[dict[str, Any]]:
     return choices
 
 
+def ids_of(choice: dict[str, Any]) -> list[Any]:
+    """A choice's token_ids read leniently (digit strings as numbers): their form is
+    GEN-RESP-001's to judge, not every check's that compares them."""
+    ids = choice.get("token_ids")
+    if not isinstance(ids, list):
+        return []
+    return [int(t) if isinstance(t, str) and t.isdigit() else t for t in ids]
+
+
 def token_logprobs(choice: dict[str, Any], k: int, where: str = "choice") -> list[dict[str, Any]]:
     """Tokens-mode logprobs of one choice, checked entry by entry (LOGP-*)."""
     logprobs = choice.get("logprobs")
@@ -98,14 +107,17 @@ def check_finite(content: list[dict[str, Any]], where: str) -> None:
                 fail(f"{where}: entry {i} has logprob {value!r}; logprobs are finite and <= 0")
 
 
-def check_ranks(content: list[dict[str, Any]], where: str) -> None:
-    """Rank 1 is the most likely; alternatives after the sampled token are in rank order."""
+def check_ranks(content: list[dict[str, Any]], where: str, k: int = 20) -> None:
+    """Rank 1 is the most likely; alternatives are in rank order. Reads only ranks and
+    logprobs: where the sampled token sits is LOGP-003's, how many items LOGP-008's."""
     for i, entry in enumerate(content):
-        top = entry.get("top_logprobs") or []
+        top = list(entry.get("top_logprobs") or [])[: max(k, 1)]
         rank = entry.get("rank")
         if rank is not None and (not isinstance(rank, int) or rank < 1):
             fail(f"{where}: entry {i} rank {rank!r} is not a positive integer")
-        others = top[1:]
+        sampled = token_id_of(entry)
+        own = next((j for j, t in enumerate(top) if token_id_of(t) == sampled), None)
+        others = [t for j, t in enumerate(top) if j != own]
         ranks = [t.get("rank") for t in others]
         if any(not isinstance(r, int) for r in ranks):
             continue

@@ -7,7 +7,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import pytest
 
@@ -53,6 +53,7 @@ class Session:
     session_id: str = field(default_factory=lambda: secrets.token_hex(4))
     _counter: itertools.count[int] = field(default_factory=itertools.count)
     _cache: dict[str, Any] = field(default_factory=dict)
+    selected: frozenset[str] | None = None  # the requirements this run decides (None: all)
     # schema name -> (what, body): every body the checks received, for the SCHEMA-* checks
     observed: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
 
@@ -83,28 +84,44 @@ class Session:
         """A request id unique to this run, so runs against one server never collide."""
         return f"tito-{self.session_id}-{next(self._counter)}-{tag}"
 
-    def need(self, *names: str) -> None:
-        """Skip unless the server has these features; fail if they were claimed but are absent."""
+    def need(self, *names: str, deciding: tuple[str, ...] = ()) -> None:
+        """Skip unless the server has these features. A claimed feature that is absent fails the
+        requirement stating it (its anchor); a check `deciding` other requirements is blocked
+        naming the anchor, so the report names the one thing to fix."""
         detected = set(self.features.names())
+        claims = self.config.expect
         if self.features.generate == "broken":  # nothing can be detected; GEN-001 says why
             self.need_generate()
         for name in names:
+            root = self.features.generating_claim(claims)
+            if name in detected and name == "disabled" and root is not None:
+                self._blocked(f"generate is gated although {root!r} was claimed", root, deciding)
             if name in detected:
                 continue
-            if name in self.config.expect:
-                pytest.fail(
+            if name in claims:
+                self._blocked(
                     f"claimed feature {name!r} (--expect) was not detected: "
-                    f"{self.features.why_not(name)}"
+                    f"{self.features.why_not(name)}",
+                    name,
+                    deciding,
                 )
             pytest.skip(f"not applicable: {self.features.why_not(name)}")
 
-    def applies(self, needs: Needs, what: str) -> None:
+    def _blocked(self, why: str, feature: str, deciding: tuple[str, ...]) -> NoReturn:
+        """Fail where the feature's anchor is decided (or not in this run); block elsewhere."""
+        anchor = self.features.anchor(feature, self.config.expect)
+        selected = self.selected is None or anchor in self.selected
+        if anchor is None or anchor in deciding or not deciding or not selected:
+            pytest.fail(why)
+        pytest.skip(f"{BLOCKED_PREFIX} {why} ({anchor})")
+
+    def applies(self, needs: Needs, what: str, deciding: tuple[str, ...] = ()) -> None:
         """Skip (or fail, for a claimed feature) unless the server meets a check's needs."""
         features = [f for f in needs.features if f != "generate"]
         if "generate" in needs.features:
-            self.need_generate()
+            self.need_generate(deciding=deciding)
         if features:
-            self.need(*features)
+            self.need(*features, deciding=deciding)
         if needs.n is not None:
             self.need_n(needs.n, what)
         if needs.room is not None:
@@ -137,7 +154,7 @@ class Session:
         """A per-request bound that scales with the server's pace, never below the config's."""
         return max(self.config.timeout, 3 * self.limits.seconds_for(tokens) + 2)
 
-    def need_generate(self, judged_here: bool = False) -> None:
+    def need_generate(self, judged_here: bool = False, deciding: tuple[str, ...] = ()) -> None:
         """Generate must work. A broken (hung, garbage) generate fails GEN-001 (`judged_here`);
         every other check it blocks says so, so the report names the one thing to fix."""
         if self.features.generate == "broken":
@@ -146,7 +163,9 @@ class Session:
                 pytest.fail(why)
             pytest.skip(f"{BLOCKED_PREFIX} {why} (GEN-001)")
         if self.features.generate != "enabled":
-            self.need("scale-out")
+            self.need(
+                self.features.generating_claim(self.config.expect) or "scale-out", deciding=deciding
+            )
 
     def remember(self, key: str, factory: Callable[[], T]) -> T:
         """Compute a shared exchange once per run (several checks judge the same answer)."""

@@ -34,7 +34,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "request-id-no-prefix",
         "request_id returned without the generate-tokens- prefix",
         breaks=("request_id",),
-        requirements=("GEN-RESP-004",),
+        requirements=("GEN-RESP-004", "SCHEMA-GEN-001", "SCHEMA-STREAM-001"),
     ),
     Defect(
         "request-id-body-wins",
@@ -52,7 +52,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "finish-reason-null",
         "non-streamed choices carry finish_reason: null",
         breaks=("finish_reason",),
-        requirements=("GEN-RESP-002",),
+        requirements=("GEN-RESP-002", "SCHEMA-GEN-001"),
     ),
     Defect(
         "max-tokens-default-16",
@@ -64,7 +64,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "max-tokens-overrun",
         "generates max_tokens + 1 tokens (finish_reason still length)",
         breaks=("max_tokens",),
-        requirements=("GEN-REQ-005",),
+        requirements=("GEN-REQ-005", "GEN-RESP-001"),
     ),
     Defect(
         "seed-ignored",
@@ -91,13 +91,13 @@ _CATALOGUE: tuple[Defect, ...] = (
         "output-mode-not-echoed",
         "responses and chunks omit output_mode and text mode is ignored (tokens only, 200)",
         breaks=("output_mode",),
-        requirements=("TEXT-005",),
+        requirements=("TEXT-005", "TEXT-006"),
     ),
     Defect(
         "output-mode-wrong-echo",
         "echoes tokens even when text was requested (text still sent)",
         breaks=("output_mode",),
-        requirements=("TEXT-007",),
+        requirements=("TEXT-007", "SCHEMA-GEN-001", "SCHEMA-STREAM-001"),
     ),
     Defect(
         "unknown-field-rejected",
@@ -109,7 +109,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "tokens-mode-text",
         "tokens-mode choices also carry the decoded text",
         breaks=("output_mode",),
-        requirements=("GEN-002",),
+        requirements=("GEN-002", "SCHEMA-GEN-001", "SCHEMA-STREAM-001"),
     ),
     Defect(
         "token-ids-missing-accepted",
@@ -139,7 +139,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "token-ids-as-strings",
         'choices carry token_ids as decimal strings ("17")',
         breaks=("token_ids",),
-        requirements=("GEN-RESP-001",),
+        requirements=("GEN-RESP-001", "SCHEMA-GEN-001", "SCHEMA-STREAM-001"),
     ),
     Defect(
         "request-id-header-ignored",
@@ -200,13 +200,13 @@ _CATALOGUE: tuple[Defect, ...] = (
         "length-stop-reason-set",
         "finish_reason length comes with stop_reason 0",
         breaks=("stop_reason",),
-        requirements=("STOP-004",),
+        requirements=("STOP-004", "SCHEMA-GEN-001", "SCHEMA-STREAM-001"),
     ),
     Defect(
         "abort-stop-reason-set",
         'aborted choices carry stop_reason "abort"',
         breaks=("stop_reason",),
-        requirements=("STOP-005",),
+        requirements=("STOP-005", "SCHEMA-GEN-001", "SCHEMA-STREAM-001"),
     ),
     Defect(
         "include-stop-str-ignored",
@@ -219,7 +219,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "logprobs-legacy-token-id",
         "tokens-mode logprobs use token_id:N strings",
         breaks=("logprobs",),
-        requirements=("LOGP-001",),
+        requirements=("LOGP-001", "SCHEMA-GEN-001", "SCHEMA-STREAM-001"),
     ),
     Defect(
         "logprobs-positive",
@@ -268,7 +268,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "tokens-logprobs-with-token",
         'tokens-mode entries also carry "token" and "bytes": null',
         breaks=("logprobs",),
-        requirements=("LOGP-005",),
+        requirements=("LOGP-005", "SCHEMA-GEN-001", "SCHEMA-STREAM-001"),
     ),
     # streaming
     Defect(
@@ -293,13 +293,13 @@ _CATALOGUE: tuple[Defect, ...] = (
         "stream-weight-versions-every-chunk",
         "non-final chunks carry weight_versions",
         breaks=("weight_versions",),
-        requirements=("WV-005",),
+        requirements=("WV-005", "SCHEMA-STREAM-001"),
     ),
     Defect(
         "stream-finish-reason-early",
         "a non-final chunk carries a finish_reason",
         breaks=("stream",),
-        requirements=("STREAM-005",),
+        requirements=("STREAM-005", "SCHEMA-STREAM-001"),
     ),
     Defect(
         "stream-no-usage-chunk",
@@ -311,7 +311,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "stream-multi-choice-chunk",
         "with n > 1 one chunk carries several choices",
         breaks=("stream",),
-        requirements=("STREAM-006",),
+        requirements=("STREAM-006", "SCHEMA-STREAM-001"),
     ),
     Defect(
         "stream-error-as-http",
@@ -335,7 +335,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "stream-chunk-no-output-mode",
         "stream chunks omit output_mode",
         breaks=("output_mode",),
-        requirements=("TEXT-006",),
+        requirements=("TEXT-006", "SCHEMA-STREAM-001"),
     ),
     Defect(
         "stream-held-text-lost",
@@ -347,26 +347,32 @@ _CATALOGUE: tuple[Defect, ...] = (
         "stream-no-final-weight-versions",
         "the last chunk of a choice carries weight_versions: null",
         breaks=("weight_versions",),
-        requirements=("WV-003", "WV-004"),
+        requirements=("WV-003", "SCHEMA-STREAM-001"),
+    ),
+    Defect(
+        "stream-weight-versions-short",
+        "a stream's last spans leave out its last token (non-streamed spans are right)",
+        breaks=("weight_versions",),
+        requirements=("WV-004",),
     ),
     # text mode
     Defect(
         "text-no-bytes",
         "text-mode logprobs lack bytes",
         breaks=("text logprobs",),
-        requirements=("TEXT-002",),
+        requirements=("TEXT-002", "SCHEMA-GEN-001", "SCHEMA-STREAM-001"),
     ),
     Defect(
         "text-logprobs-tokens-shape",
         "text mode returns the tokens-mode logprobs shape",
         breaks=("text logprobs",),
-        requirements=("TEXT-003",),
+        requirements=("TEXT-003", "SCHEMA-GEN-001", "SCHEMA-STREAM-001"),
     ),
     Defect(
         "text-missing",
         "text mode omits text on choices",
         breaks=("text",),
-        requirements=("TEXT-001",),
+        requirements=("TEXT-001", "SCHEMA-GEN-001", "SCHEMA-STREAM-001"),
     ),
     Defect(
         "skip-special-ignored",
@@ -404,7 +410,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "weight-versions-missing",
         "the final output has no weight_versions",
         breaks=("weight_versions",),
-        requirements=("WV-001",),
+        requirements=("WV-001", "SCHEMA-GEN-001", "SCHEMA-STREAM-001"),
     ),
     Defect(
         "weight-versions-gap",
@@ -453,7 +459,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "abort-finish-reason-length",
         "an aborted request reports finish_reason: length",
         breaks=("abort",),
-        requirements=("ABORT-003",),
+        requirements=("ABORT-002", "ABORT-003"),
     ),
     Defect(
         "abort-no-partial-output",
@@ -560,7 +566,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "disabled-404",
         'with neither flag the scale-out routes answer 404 {"detail":"Not Found"}',
         breaks=("gating",),
-        requirements=("DISABLED-001",),
+        requirements=("DISABLED-001", "DISABLED-004"),
         profile="disabled",
     ),
     Defect(
@@ -617,7 +623,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "tokens-only-stop-token-ids-ignored",
         "stop_token_ids never stop generation on --tokens-only",
         breaks=("tokens-only",),
-        requirements=("TOKONLY-005",),
+        requirements=("TOKONLY-005", "STOP-001"),
         profile="tokens-only",
     ),
     # render / derender

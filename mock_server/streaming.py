@@ -69,7 +69,8 @@ class _Chunker:
         spans = None
         final_spans = ev.finished and not cfg.has_defect("stream-no-final-weight-versions")
         if final_spans or cfg.has_defect("stream-weight-versions-every-chunk"):
-            spans = weight_spans(seq.records, cfg)
+            short = ev.finished and cfg.has_defect("stream-weight-versions-short")
+            spans = weight_spans(seq.records[:-1] if short else seq.records, cfg)
         text = None
         if self.b.text:
             text = seq.detok.delta(final=ev.finished) if seq.detok is not None else ""
@@ -90,10 +91,13 @@ class _Chunker:
         return shown[start:]
 
     def chunk(self, events: list[Event]) -> str:
-        choices = [self.choice(ev) for ev in events]
+        return self.grouped([self.choice(ev) for ev in events], events[-1])
+
+    def grouped(self, choices: list[dict[str, Any]], last: Event) -> str:
+        """One chunk of already built choices (several only under stream-multi-choice-chunk)."""
         usage = None
         if self.b.req.include_usage and self.b.req.continuous_usage:
-            usage = self.b.usage(self.counts.get(events[-1].seq.index, 0))
+            usage = self.b.usage(self.counts.get(last.seq.index, 0))
         body = self.b.chunk_head(usage, self.first)
         self.first = False
         body["choices"] = choices
@@ -107,17 +111,17 @@ async def stream_job(
     group = cfg.has_defect("stream-multi-choice-chunk")
     gen = engine.run(job)
     await _start(send)
-    pending: list[Event] = []
+    pending: list[tuple[Event, dict[str, Any]]] = []
     empty: list[Any] = []
     try:
         async for ev in gen:
             if gone.is_set():
                 break
-            if group:
-                if any(p.seq is ev.seq for p in pending):
-                    await _body(send, frame(cfg, chunker.chunk(pending)))
+            if group:  # each choice built as its event comes, several sent in one chunk
+                if any(p.seq is ev.seq for p, _ in pending):
+                    await _body(send, frame(cfg, chunker.grouped([c for _, c in pending], ev)))
                     pending = []
-                pending.append(ev)
+                pending.append((ev, chunker.choice(ev)))
                 continue
             await _body(send, frame(cfg, chunker.chunk([ev])))
             if not ev.finished and cfg.has_defect("stream-empty-chunk") and ev.seq not in empty:
@@ -127,7 +131,8 @@ async def stream_job(
                 )
         else:
             if pending:
-                await _body(send, frame(cfg, chunker.chunk(pending)))
+                last = pending[-1][0]
+                await _body(send, frame(cfg, chunker.grouped([c for _, c in pending], last)))
             if builder.req.include_usage and not cfg.has_defect("stream-no-usage-chunk"):
                 total = sum(len(s.records) for s in job.sequences)
                 await _body(send, frame(cfg, compact(builder.usage_chunk(total))))

@@ -8,14 +8,13 @@ requirements, for speed) against the mock started with it, and they must all fai
 from __future__ import annotations
 
 import pytest
-from test_conformance_helpers import run_against_mock
+from test_conformance_helpers import QUICK, run_against_mock
 
-from conformance.profiles import MOCK_KNOBS, PROFILES
+from conformance.embedded import embedded_mock
+from conformance.profiles import PROFILES
 from conformance.requirements import Level, by_id
 from conformance.results import Report, Status
 from conformance.runner import run
-from conformance.server_process import ServerProcess, free_port, mock_argv
-from conformance.session import SuiteConfig
 from mock_server.defects import DEFECTS
 
 
@@ -45,21 +44,9 @@ def run_mock(
     """The suite, limited to `targets`, against the mock of `profile` plus extra flags/claims."""
     if not extra_flags and not extra_claims:
         return run_against_mock(profile, defects, requirement_ids=targets)
-    p = PROFILES[profile]
-    port = free_port()
-    argv = mock_argv(port, [*p.flags, *MOCK_KNOBS, *extra_flags], defects)
-    with ServerProcess(argv, port, env=dict(p.env)) as server:
-        config = SuiteConfig(
-            base_url=server.base_url,
-            api_key=p.api_key,
-            expect=p.claims | extra_claims,
-            profile=profile,
-            timeout=3.0,
-            warmup_timeout=3.0,
-            deadline_s=120.0,
-            requirement_ids=frozenset(targets),
-        )
-        return run(config)
+    config = QUICK | {"expect": extra_claims, "requirement_ids": frozenset(targets)}
+    with embedded_mock(profile, extra_flags, defects, **config) as (_, suite):
+        return run(suite)
 
 
 def run_defect(name: str) -> Report:

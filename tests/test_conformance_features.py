@@ -118,3 +118,25 @@ def test_any_signal_shows_a_feature() -> None:
     assert features.dev_mode and "update_weight_version" in features.evidence["weight-labels"]
     assert features.tokenizer and "tokenized messages" in features.evidence["text-mode"]
     assert {"render", "weight-labels", "text-mode"} <= set(features.names())
+
+
+@pytest.mark.parametrize(
+    ("features", "claims", "name", "anchor"),
+    [
+        # a scale-out server whose generate is missing: every feature's root is GEN-003
+        ({"generate": "disabled"}, {"scale-out", "abort"}, "abort", "GEN-003"),
+        ({"generate": "disabled"}, {"tokens-only", "abort"}, "abort", "TOKONLY-001"),
+        ({"generate": "enabled"}, {"scale-out", "abort"}, "abort", "ABORT-001"),
+        # text mode missing because the echo is: the echo's requirement, not TEXT-001
+        ({"generate": "enabled", "tokenizer": True}, {"text-mode"}, "text-mode", "TEXT-005"),
+        ({"generate": "enabled"}, {"text-mode"}, "text-mode", "TEXT-001"),
+        ({"generate": "enabled"}, {"mock-stats"}, "mock-stats", None),
+    ],
+)
+def test_a_claimed_absent_feature_fails_its_root(
+    features: dict[str, object], claims: set[str], name: str, anchor: str | None
+) -> None:
+    """The requirement a claimed-but-absent feature fails; the collector blocks the rest."""
+    from conformance.features import Features
+
+    assert Features(**features).anchor(name, frozenset(claims)) == anchor  # type: ignore[arg-type]

@@ -6,29 +6,19 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
-from conformance.profiles import MOCK_KNOBS, PROFILES
+from conformance.embedded import embedded_mock
 from conformance.results import Report
 from conformance.runner import run
-from conformance.server_process import ServerProcess, free_port, mock_argv
+from conformance.server_process import ServerProcess
 from conformance.session import SuiteConfig
+
+QUICK = {"timeout": 3.0, "warmup_timeout": 3.0, "deadline_s": 120.0}  # the mock is fast
 
 
 @contextmanager
 def mock(profile: str, defects: Iterable[str] = ()) -> Iterator[tuple[ServerProcess, SuiteConfig]]:
-    p = PROFILES[profile]
-    port = free_port()
-    argv = mock_argv(port, [*p.flags, *MOCK_KNOBS], list(defects))
-    with ServerProcess(argv, port, env=dict(p.env)) as server:
-        config = SuiteConfig(
-            base_url=server.base_url,
-            api_key=p.api_key,
-            expect=p.claims,
-            profile=profile,
-            timeout=3.0,
-            warmup_timeout=3.0,
-            deadline_s=120.0,
-        )
-        yield server, config
+    with embedded_mock(profile, defects=list(defects), **QUICK) as started:
+        yield started
 
 
 def run_against_mock(

@@ -15,7 +15,7 @@ def test_disabled_403(tito: Session) -> None:
     api.rejected(tito, api.body(2), status=403, what="generate with neither flag")
 
 
-@checks("DISABLED-002", needs=("disabled",))
+@checks("DISABLED-002", needs=("disabled",), builds_on=("DISABLED-001",))
 def test_disabled_message(tito: Session) -> None:
     reply = api.rejected(tito, api.body(2), status=403, what="generate with neither flag")
     data = reply.json()
@@ -24,7 +24,7 @@ def test_disabled_message(tito: Session) -> None:
         fail(f"the 403 message is {message!r}, expected {DISABLED_MESSAGE!r}")
 
 
-@checks("DISABLED-003", needs=("disabled",))
+@checks("DISABLED-003", needs=("disabled",), builds_on=("DISABLED-001",))
 def test_disabled_before_validation(tito: Session) -> None:
     api.rejected(tito, {"token_ids": []}, status=403, what="invalid body with neither flag")
 

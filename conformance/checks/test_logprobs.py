@@ -18,7 +18,10 @@ def top_k(s: Session) -> int:
 
 
 def with_logprobs(s: Session) -> dict:
-    payload = api.seeded(8, n=s.limits.n(2), logprobs=top_k(s), ignore_eos=True)
+    # output_mode sent explicitly: the default mode is GEN-REQ-010's (old servers ignore it)
+    payload = api.seeded(8, n=s.limits.n(2), logprobs=top_k(s), ignore_eos=True) | {
+        "output_mode": "tokens"
+    }
     return s.remember("logprobs", lambda: api.generate(s, payload))
 
 
@@ -26,8 +29,7 @@ def entries(s: Session) -> list[tuple[str, list[dict], list[int]]]:
     out = []
     for choice in choices_of(with_logprobs(s)):
         where = f"choice {choice.get('index')}"
-        found = choice.get("token_ids")
-        ids: list[int] = found if isinstance(found, list) else []
+        ids = semantics.ids_of(choice)  # read leniently: their form is GEN-RESP-001's
         out.append((where, semantics.token_logprobs(choice, top_k(s), where), ids))
     return out
 
@@ -52,7 +54,7 @@ def test_sampled_first(tito: Session) -> None:
 
 @checks("LOGP-004", needs=("generate",))
 def test_no_logprobs_unless_asked(tito: Session) -> None:
-    data = api.generate(tito, api.body(3))
+    data = api.generate(tito, api.body(3, top={"output_mode": "tokens"}))
     for i, choice in enumerate(choices_of(data)):
         if choice.get("logprobs") is not None:
             fail(f"choice {i} carries logprobs although sampling_params.logprobs was not set")
@@ -80,7 +82,11 @@ def test_tokens_mode_entry_keys(tito: Session) -> None:
 @checks("LOGP-006", needs=("generate",))
 def test_ranks_consistent(tito: Session) -> None:
     for where, content, _ in entries(tito):
-        semantics.check_ranks(content, where)
+        try:
+            semantics.check_finite(content, where)
+        except AssertionError as exc:  # ranks cannot be read from such values
+            pytest.skip(f"{BLOCKED_PREFIX} {exc} (LOGP-007)")
+        semantics.check_ranks(content, where, top_k(tito))
 
 
 @checks("LOGP-007", needs=("generate",))

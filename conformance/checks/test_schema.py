@@ -2,8 +2,9 @@
 
 Every other check reads only the fields of its requirement, so a server that gets one field
 wrong fails that requirement and these, not every check that saw the body. These run after the
-others and judge every generate body and stream event the run received (or, run alone, a few
-of their own), each problem at its deepest path with the expected and the actual value.
+others and judge every generate body and stream event the run received, plus a few of their
+own in every mode (so a run cut to a few requirements judges the same ground), each problem at
+its deepest path with the expected and the actual value.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from conformance.session import Session
 SHOWN = 5
 
 
-def _judge(s: Session, schema: str, own: list[tuple[str, Any]]) -> None:
-    bodies = s.observed.get(schema) or own
+def _judge(s: Session, schema: str) -> None:
+    bodies = s.observed.get(schema, [])
     problems: list[str] = []
     bad = 0
     for what, body in bodies:
@@ -32,20 +33,33 @@ def _judge(s: Session, schema: str, own: list[tuple[str, Any]]) -> None:
         fail(f"{bad} of {len(bodies)} bodies do not match {schema}: " + " | ".join(problems))
 
 
+ABORT_EARLY = {"X-Mock-Abort-After-Tokens": "2"}  # a mock's aborted answer; others ignore it
+
+
+def _own(s: Session) -> list[tuple[str, dict[str, Any], dict[str, str]]]:
+    """A few requests of every mode (and, on the mock, an aborted one), so these judge the
+    same ground however the run was cut."""
+    n = s.limits.n(2)
+    found = [
+        ("minimal generate", api.body(4), {}),
+        (f"generate with n {n} and logprobs 1", api.seeded(4, n=n, logprobs=1), {}),
+        ("generate aborted after 2 tokens", api.body(6, ignore_eos=True), ABORT_EARLY),
+    ]
+    if "text-mode" in s.features.names():
+        text = api.body(4, logprobs=1, top={"output_mode": "text"})
+        found.append(("text-mode generate", text, {}))
+    return found
+
+
 @checks("SCHEMA-GEN-001", after_all=True, needs=("generate",))
 def test_generate_responses_match_schema(tito: Session) -> None:
-    own: list[tuple[str, Any]] = []
-    if not tito.observed.get("GenerateResponse"):
-        for what, payload in (
-            ("minimal generate", api.body(4)),
-            ("generate with logprobs 1", api.body(4, logprobs=1)),
-        ):
-            own.append((what, api.generate(tito, payload, what=what)))
-    _judge(tito, "GenerateResponse", own)
+    for what, payload, headers in _own(tito):
+        api.generate(tito, payload, headers, what=what)  # kept on the session with the others
+    _judge(tito, "GenerateResponse")
 
 
 @checks("SCHEMA-STREAM-001", after_all=True, needs=("generate",))
 def test_stream_events_match_schema(tito: Session) -> None:
-    if not tito.observed.get("GenerateStreamPayload"):
-        api.stream(tito, api.body(4, logprobs=1), what="minimal stream")
-    _judge(tito, "GenerateStreamPayload", [])
+    for what, payload, headers in _own(tito):
+        api.stream(tito, payload, headers, what=what.replace("generate", "stream"))
+    _judge(tito, "GenerateStreamPayload")

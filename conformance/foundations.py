@@ -1,0 +1,210 @@
+"""What other checks build on, established once per run.
+
+Many checks compare two answers (the same seed twice, a stream against its whole answer, text
+against text) or read a field another requirement owns. When that ground is broken, the
+comparison says nothing about the check's own requirement: the check is blocked, naming the
+requirement that owns the ground, so a server with one defect fails one requirement. A check
+names its ground with `@checks(..., builds_on=(...))`; the collector asks here before it runs.
+A foundation blocks only when its own probe shows it broken on this server, never on a guess:
+a probe that cannot run (an error, an unmet need) blocks nothing, and the check judges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from . import api
+from .semantics import check_spans, choices_of, ids_of, over_max_logprobs
+from .session import BLOCKED_PREFIX, Session
+
+Probe = Callable[[Session], str | None]  # what is broken, or None
+
+
+def _same_seed_twice(s: Session) -> str | None:
+    payload = api.seeded(12, ignore_eos=True)
+    first = ids_of(choices_of(api.generate(s, payload, what="seeded generate"))[0])
+    second = ids_of(choices_of(api.generate(s, payload, what="seeded generate, again"))[0])
+    if first != second:
+        return f"the same seeded request gave {first} and then {second}"
+    return None
+
+
+def _minimal(s: Session) -> list[dict[str, Any]]:
+    return s.remember(
+        "foundation-minimal", lambda: choices_of(api.generate(s, api.body(4), what="minimal"))
+    )
+
+
+def _finish_reasons(s: Session) -> str | None:
+    for i, choice in enumerate(_minimal(s)):
+        reason = choice.get("finish_reason")
+        if reason not in ("stop", "length", "abort"):
+            return f"choice {i} of a minimal generate has finish_reason {reason!r}"
+    return None
+
+
+def _weight_lists(s: Session) -> str | None:
+    for i, choice in enumerate(_minimal(s)):
+        spans = choice.get("weight_versions")
+        if not isinstance(spans, list):
+            return f"choice {i} of a minimal generate has weight_versions {spans!r}"
+    return None
+
+
+def _spans_cover(s: Session) -> str | None:
+    for i, choice in enumerate(_minimal(s)):
+        spans = choice.get("weight_versions")
+        if isinstance(spans, list):
+            try:
+                check_spans(spans, len(choice.get("token_ids") or []), f"choice {i}")
+            except AssertionError as exc:
+                return f"a minimal generate's spans: {exc}"
+    return None
+
+
+def _stream_lists(s: Session) -> str | None:
+    for index, choice in _stream(s).choices().items():
+        spans = choice.chunks[-1].get("weight_versions")
+        if not isinstance(spans, list):
+            return f"a minimal stream's choice {index} ends with weight_versions {spans!r}"
+    return None
+
+
+def _label_applied(s: Session) -> str | None:
+    old = str(s.client.get("/weight_info", auth=False).json().get("weight_version"))
+    new = f"tito-{s.session_id}-ground"
+    s.client.post("/update_weight_version", {"new_version": new}, auth=False)
+    try:
+        data = api.generate(s, api.body(2, ignore_eos=True), what="generate after a label change")
+    finally:
+        s.client.post("/update_weight_version", {"new_version": old}, auth=False)
+    labels = {
+        span.get("version")
+        for c in choices_of(data)
+        for span in c.get("weight_versions") or []
+        if isinstance(span, dict)
+    }
+    return None if labels == {new} else f"after /update_weight_version {new!r} spans carry {labels}"
+
+
+def _stream(s: Session) -> api.Streamed:
+    return s.remember("foundation-stream", lambda: api.stream(s, api.body(6, ignore_eos=True)))
+
+
+def _stream_events(s: Session) -> str | None:
+    if not _stream(s).chunks:
+        return "a minimal stream carried no complete data event"
+    return None
+
+
+def _stream_done(s: Session) -> str | None:
+    if _stream(s).chunks and not _stream(s).done:
+        return "a minimal stream ended without data: [DONE]"
+    return None
+
+
+def _deltas(s: Session) -> str | None:
+    whole = ids_of(choices_of(api.generate(s, api.body(6, ignore_eos=True)))[0])
+    part = _stream(s).choices().get(0)
+    joined = ids_of({"token_ids": part.token_ids}) if part else []
+    if whole != joined:
+        return f"a greedy stream's deltas join to {joined}, the whole answer is {whole}"
+    return None
+
+
+def _text_mode(s: Session) -> dict[str, Any]:
+    payload = api.body(8, ignore_eos=True) | {"output_mode": "text"}
+    return s.remember("foundation-text", lambda: choices_of(api.generate(s, payload))[0])
+
+
+def _text_present(s: Session) -> str | None:
+    text = _text_mode(s).get("text")
+    return None if isinstance(text, str) else f"a text-mode choice has text {text!r}"
+
+
+def _text_deltas(s: Session) -> str | None:
+    whole = _text_mode(s).get("text")
+    payload = api.body(8, ignore_eos=True) | {"output_mode": "text"}
+    part = api.stream(s, payload, what="text-mode stream").choices().get(0)
+    joined = part.text if part else None
+    if isinstance(whole, str) and joined != whole:
+        return f"a greedy text-mode stream's text deltas join to {joined!r}, not {whole!r}"
+    return None
+
+
+def _header_id(s: Session) -> str | None:
+    rid = s.rid("foundation-header")
+    data = api.generate(s, api.body(1), headers={"X-Request-Id": rid}, what="X-Request-Id")
+    if data.get("request_id") not in (rid, f"generate-tokens-{rid}"):
+        return f"X-Request-Id {rid!r} came back as {data.get('request_id')!r}"
+    return None
+
+
+def _logprob_count(s: Session) -> str | None:
+    payload = api.body(4, ignore_eos=True, logprobs=0, top={"output_mode": "tokens"})
+    for i, choice in enumerate(choices_of(api.generate(s, payload, what="logprobs 0"))):
+        content = (choice.get("logprobs") or {}).get("content")
+        if isinstance(content, list) and len(content) != len(ids_of(choice)):
+            return f"choice {i}: {len(content)} logprob entries for {len(ids_of(choice))} tokens"
+    return None
+
+
+def _logprobs_limit(s: Session) -> str | None:
+    above = over_max_logprobs(s)
+    reply = s.client.post(api.GENERATE, api.body(2, logprobs=above))
+    return f"logprobs {above} was accepted ({reply.status})" if reply.status < 300 else None
+
+
+def _key_demanded(s: Session) -> str | None:
+    reply = s.client.post(api.GENERATE, api.body(1), auth=False)
+    return f"generate without the key answered {reply.status}" if reply.status != 401 else None
+
+
+def _gated(s: Session) -> str | None:
+    reply = s.client.post(api.GENERATE, api.body(2))
+    return None if reply.status == 403 else f"generate answered {reply.status}, not 403"
+
+
+FOUNDATIONS: dict[str, Probe] = {
+    "DISABLED-001": _gated,
+    "AUTH-001": _key_demanded,
+    "LOGP-002": _logprob_count,
+    "LOGP-009": _logprobs_limit,
+    "GEN-RESP-005": _header_id,
+    "GEN-REQ-007": _same_seed_twice,
+    "GEN-RESP-002": _finish_reasons,
+    "WV-001": _weight_lists,
+    "WV-002": _spans_cover,
+    "WV-003": _stream_lists,
+    "WV-007": _label_applied,
+    "STREAM-001": _stream_events,
+    "STREAM-002": _stream_done,
+    "STREAM-003": _deltas,
+    "TEXT-001": _text_present,
+    "TEXT-009": _text_deltas,
+}
+
+
+def broken(s: Session, rid: str) -> str | None:
+    """What the probe of `rid` found broken on this server (None: sound, or not knowable)."""
+
+    def probe() -> str | None:
+        try:
+            return FOUNDATIONS[rid](s)
+        except (AssertionError, pytest.skip.Exception, pytest.fail.Exception):
+            return None  # the probe could not run: nothing is shown broken
+
+    return s.remember(f"foundation:{rid}", probe)
+
+
+def builds_on(s: Session, *rids: str) -> None:
+    """Block the running check if any ground it names is broken. Called before a check runs
+    (its declared `builds_on`) and by a check that finds its evidence unusable: if the ground is
+    sound there, the check goes on to judge, and fails on its own evidence."""
+    for rid in rids:
+        why = broken(s, rid)
+        if why is not None:
+            pytest.skip(f"{BLOCKED_PREFIX} {why} ({rid})")
