@@ -1,13 +1,15 @@
-"""The generate-then-abort sequence tells an ignored abort from one served too late. CI's
+"""The generate-then-abort sequence tells an ignored abort from one it cannot judge. CI's
 live-cpu run saw vLLM 0.32's API process, starved by its engine, answer an abort only as the
-stream ended (2.7 s after it was sent), which the sequence used to file as "not stopped"."""
+stream ended (2.7 s after it was sent), which the sequence used to file as "not stopped"; it
+reads the timeline with the suite's rule (`in_flight.outlived`)."""
 
 from __future__ import annotations
 
 import pytest
 
 from conformance.fuzz.inflight import Outcome, stream_then_abort
-from conformance.fuzz.stateful import OUTLIVED_S, _ends, _not_stopped
+from conformance.fuzz.stateful import _ends, _not_stopped
+from conformance.in_flight import MIN_MARGIN_S
 from mock_server.app import create_app
 from mock_server.config import parse_args
 
@@ -23,17 +25,16 @@ def _outcome(answered: float | None, ended: float) -> Outcome:
 
 
 def test_a_stream_that_outlives_its_answered_abort_was_not_stopped() -> None:
-    message = _not_stopped(_outcome(0.01, 0.01 + OUTLIVED_S + 1))
-    assert "the abort did not stop it" in message
+    message = _not_stopped(_outcome(0.01, 0.01 + MIN_MARGIN_S + 1))
+    assert message is not None and "the abort did not stop it" in message
 
 
 @pytest.mark.parametrize(("answered", "ended"), [(2.734, 2.734), (3.0, 2.9), (None, 1.0)])
-def test_an_abort_answered_as_the_stream_ended_was_too_late(
+def test_an_abort_answered_as_the_stream_ended_decides_nothing(
     answered: float | None, ended: float
 ) -> None:
-    message = _not_stopped(_outcome(answered, ended))
-    assert "does not serve an abort while it generates" in message
-    assert "did not stop it" not in message
+    """Too close to tell: timing never decides a verdict, so no finding."""
+    assert _not_stopped(_outcome(answered, ended)) is None
 
 
 @pytest.mark.parametrize("defect", [(), ("abort-ignored",)])
@@ -46,6 +47,6 @@ def test_the_outcome_times_the_abort_against_the_stream(defect: tuple[str, ...])
     reason, tokens = _ends(out.stream)[0]
     if defect:  # the mock streams on after answering: outlived, a "not stopped" verdict
         assert (reason, tokens) == ("length", 2048)
-        assert out.ended_s - out.abort_answered_s >= OUTLIVED_S
+        assert out.ended_s - out.abort_answered_s >= MIN_MARGIN_S
     else:
         assert reason == "abort" and tokens < 2048

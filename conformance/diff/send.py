@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from ..in_flight import first_request_id, ids_for
 from .answer import Answer, Request
 from .case import Case
 
@@ -74,7 +75,7 @@ def send(case: Case, target: Target) -> Answer:
 def _abort(case: Case, target: Target, request_id: str) -> None:
     assert case.abort is not None
     headers = {k: v for k, v in _headers(case, target).items() if k == "Authorization"}
-    target.client.post(case.abort.path, json={"request_ids": [request_id]}, headers=headers)
+    target.client.post(case.abort.path, json={"request_ids": ids_for(request_id)}, headers=headers)
 
 
 def _own_id(case: Case) -> str:
@@ -107,7 +108,7 @@ def _abort_stream(
         for chunk in response.iter_raw():
             raw += chunk
             if aborter is None and raw.count(b"\n\n") >= case.abort.after_events:
-                request_id = _returned_id(bytes(raw)) or _own_id(case)
+                request_id = first_request_id(bytes(raw)) or _own_id(case)
                 aborter = threading.Thread(target=_abort, args=(case, target, request_id))
                 aborter.start()
         status, content_type = response.status_code, response.headers.get("content-type", "")
@@ -115,13 +116,3 @@ def _abort_stream(
         aborter.join()
     read = httpx.Response(status, headers={"content-type": content_type}, content=bytes(raw))
     return Answer.from_response(read)
-
-
-def _returned_id(raw: bytes) -> str | None:
-    first = raw.split(b"\n\n", 1)[0].decode("utf-8", "replace")
-    try:
-        data = json.loads(first.removeprefix("data:").strip())
-    except ValueError:
-        return None
-    value = data.get("request_id") if isinstance(data, dict) else None
-    return value if isinstance(value, str) else None

@@ -9,10 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
-from httpx_sse import EventSource
-
 import openapi
+
+from ..http import sse_data
 
 PREFIX = "generate-tokens-"
 GENERATE = "/inference/v1/generate"
@@ -92,10 +91,7 @@ def stream_payloads(response: Any) -> list[Any]:
 
 
 def _events(response: Any) -> list[str]:
-    raw = httpx.Response(
-        200, headers={"content-type": "text/event-stream"}, content=response.content
-    )
-    return [sse.data for sse in EventSource(raw).iter_sse()]
+    return sse_data(response.content)
 
 
 def stream_well_framed(ctx: Any, response: Any, case: Any) -> None:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+
+from ..in_flight import first_request_id, ids_for
 
 GENERATE = "/inference/v1/generate"
 ABORT = "/inference/v1/abort_requests"
@@ -114,19 +115,6 @@ class Outcome:
     ended_s: float | None = None
 
 
-def _first_request_id(data: bytes) -> str | None:
-    for block in data.split(b"\n\n")[:-1]:  # complete events only
-        for line in block.splitlines():
-            if line.startswith(b"data:"):
-                try:
-                    chunk = json.loads(line[5:].strip())
-                except ValueError:
-                    continue
-                if isinstance(chunk, dict) and isinstance(chunk.get("request_id"), str):
-                    return str(chunk["request_id"])
-    return None
-
-
 async def _attempt(
     client: httpx.AsyncClient, body: dict[str, Any], headers: dict[str, str], auth: dict[str, str]
 ) -> Outcome:
@@ -137,7 +125,7 @@ async def _attempt(
     aborting: asyncio.Future[None] | None = None
 
     async def abort(request_id: str) -> None:
-        answer = await client.post(ABORT, json={"request_ids": [request_id]}, headers=auth)
+        answer = await client.post(ABORT, json={"request_ids": ids_for(request_id)}, headers=auth)
         out.abort_status, out.abort_body = answer.status_code, answer.content
         out.abort_answered_s = round(time.monotonic() - started, 3)
 
@@ -147,7 +135,7 @@ async def _attempt(
         async for piece in response.aiter_bytes():
             buffer += piece
             if out.request_id is None:
-                out.request_id = _first_request_id(bytes(buffer))
+                out.request_id = first_request_id(bytes(buffer))
                 if out.request_id is not None:
                     aborting = asyncio.ensure_future(abort(out.request_id))
         out.stream = bytes(buffer)

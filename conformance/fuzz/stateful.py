@@ -9,6 +9,7 @@ from typing import Any, cast
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
+from ..in_flight import outlived
 from .checks import RawBody, framing_problem, stream_payloads
 from .engine import Fuzzer
 from .inflight import Outcome, stream_then_abort
@@ -91,26 +92,17 @@ def _ends(stream: bytes) -> dict[int, tuple[Any, int]]:
     return ends
 
 
-OUTLIVED_S = 0.25
-"""A stream that goes on this long after its abort was answered was not stopped by it; one
-that ends sooner (or before the answer) was aborted too late: the generation had already run
-its course while the server's API process was starved."""
-
-
-def _not_stopped(out: Outcome) -> str:
-    tries = f"{len(IN_FLIGHT_TOKENS)} times the stream ran to max_tokens {IN_FLIGHT_TOKENS}"
-    answered, ended = out.abort_answered_s, out.ended_s
-    timing = (
-        f"(last try: abort answered {out.abort_status} at {answered} s, stream ended at {ended} s)"
-    )
-    if answered is not None and ended is not None and ended - answered >= OUTLIVED_S:
-        return (
-            f"{tries} although it was aborted after its first chunk: the abort did not stop it "
-            + timing
-        )
+def _not_stopped(out: Outcome) -> str | None:
+    """Why the last try says the abort was ignored, or None when it cannot say: a stream that
+    ended about when its abort was answered may have been too late to stop (vLLM 0.30's answer
+    and end arrive within milliseconds). Timing never decides a verdict: the suite's rule."""
+    if not outlived(out.abort_answered_s, out.ended_s):
+        return None
     return (
-        f"{tries}, the last time with its abort answered only as it ended: the server does not "
-        f"serve an abort while it generates {timing}"
+        f"{len(IN_FLIGHT_TOKENS)} times the stream ran to max_tokens {IN_FLIGHT_TOKENS} "
+        f"although it was aborted after its first chunk: the abort did not stop it (last try: "
+        f"abort answered {out.abort_status} at {out.abort_answered_s} s, stream ended at "
+        f"{out.ended_s} s)"
     )
 
 
@@ -199,17 +191,9 @@ def generate_then_abort(fz: Fuzzer, examples: int) -> None:
                 return
             if not late:
                 return
-            if attempt == len(IN_FLIGHT_TOKENS) - 1:
-                _fail(
-                    fz,
-                    "generate",
-                    sent,
-                    "abort_in_flight",
-                    200,
-                    _not_stopped(out),
-                    index,
-                    "ABORT-002",
-                )
+            ignored = _not_stopped(out)
+            if attempt == len(IN_FLIGHT_TOKENS) - 1 and ignored is not None:
+                _fail(fz, "generate", sent, "abort_in_flight", 200, ignored, index, "ABORT-002")
 
     fz.run_group("generate-then-abort", GROUP, _generate_strategy(fz), examples, on_case)
 
