@@ -19,6 +19,7 @@ from conformance.profiles import MOCK_KNOBS
 
 from .fuzzing import LIVE_MAX_EXAMPLES, LIVE_SEED
 from .profiles import BACKENDS, DEFAULT_GPU_MODEL, LIVE_PROFILES, Backend, profiles_for
+from .standin import is_standin
 
 
 def parser() -> argparse.ArgumentParser:
@@ -77,7 +78,8 @@ def backend_from(args: argparse.Namespace) -> Backend:
     extra = tuple(args.server_arg)
     if args.backend == "gpu":
         model = args.model or os.environ.get("VLLM_MODEL") or DEFAULT_GPU_MODEL
-        return Backend("gpu", model, vllm=args.vllm, extra_args=extra)
+        standin = is_standin(args.vllm)
+        return Backend("gpu", model, vllm=args.vllm, extra_args=extra, standin=standin)
     if args.backend == "mock":
         return Backend(
             "mock", args.model or "tiny-qwen3", args.python, extra_args=MOCK_KNOBS + extra

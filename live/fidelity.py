@@ -20,6 +20,7 @@ import yaml
 
 from .launcher import LiveServer, ServerStartError, free_port
 from .profiles import Backend, LiveProfile
+from .standin import is_standin
 
 INTENDED_FILE = Path(__file__).with_name("intended_differences.yaml")
 
@@ -127,6 +128,8 @@ class DiffResult:
 def _is_mock(server: LiveServer) -> bool:
     """The list is about vLLM: a mock standing in for the real server must match outright."""
     argv = list(server.argv)
+    if argv and is_standin(argv[0]):  # `vllm serve` answered by the mock (live/standin)
+        return True
     return any(a == "-m" and b == "mock_server" for a, b in zip(argv, argv[1:], strict=False))
 
 

@@ -61,6 +61,8 @@ class Backend:
     python: str = sys.executable
     vllm: str = "vllm"
     extra_args: tuple[str, ...] = ()
+    standin: bool = False
+    """gpu: `vllm` is the stand-in (`live.standin`), the mock behind `vllm serve`."""
 
     def __post_init__(self) -> None:
         if self.kind not in BACKENDS:
