@@ -84,6 +84,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("-v", "--verbose", action="store_true", help="also list skips and reasons")
     sub.add_parser("requirements", help="print the requirement catalogue")
+    from .reporting import matrix_cli
+
+    matrix_cli.add_arguments(
+        sub.add_parser(
+            "report",
+            help="render JSON reports as one compatibility matrix (HTML, Markdown)",
+            description="Exit 0 when written (whatever the reports say), 2 on a bad report "
+            "or a usage error.",
+        )
+    )
     sub.add_parser("features", help="print the feature names --expect accepts")
     for name in sorted(_commands()):
         sub.add_parser(name, help=COMMAND_HELP.get(name, name), add_help=False)
@@ -98,6 +108,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "requirements":
         return _print_requirements()
+    if args.command == "report":
+        from .reporting import matrix_cli
+
+        return matrix_cli.run(args)
     if args.command == "features":
         from .features import KNOWN_FEATURES
 
