@@ -1,6 +1,6 @@
 """Bodies that parse as JSON but could not be answered (issue 11, part 4): each is a clear 400
 in vLLM's error shape, never a 500, and the server keeps serving. What vLLM 0.32 answered to
-the same bytes is in `tests/fixtures/vllm-0.32-issue11/bad_*.json` (DIFFERENCES.md #23-#25)."""
+the same bytes is in `tests/fixtures/vllm-0.32-issue11/bad_*.json` (DIFFERENCES.md #23-#24)."""
 
 from __future__ import annotations
 
