@@ -39,7 +39,7 @@ def find() -> str | None:
     """The Chromium binary: TITO_CHROMIUM, else Debian's `chromium` on PATH."""
     explicit = os.environ.get("TITO_CHROMIUM")
     if explicit:
-        return explicit
+        return shutil.which(explicit)  # a wrong path is no Chromium, not a crash later
     return next((path for name in NAMES if (path := shutil.which(name))), None)
 
 

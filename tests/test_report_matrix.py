@@ -327,6 +327,7 @@ def test_a_real_report_renders_its_failure_with_the_reproducer(
     assert "<summary>FAIL GEN-RESP-002 [MUST]" in md.read_text(encoding="utf-8")
 
 
+@pytest.fixture(scope="module")
 def chromium() -> str:
     """Debian's Chromium; CI (which installs it in .ci/run) fails without it, never skips."""
     binary = headless_chromium.find()
@@ -340,7 +341,9 @@ def chromium() -> str:
     return binary
 
 
-def test_the_page_in_a_real_headless_chromium(real_report: Path, tmp_path: Path) -> None:
+def test_the_page_in_a_real_headless_chromium(
+    chromium: str, real_report: Path, tmp_path: Path
+) -> None:
     """The table lays out, a click on a failure opens its evidence, and nothing runs."""
     data = json.loads(real_report.read_text(encoding="utf-8"))
     data = next(iter(data["profiles"].values())) if "profiles" in data else data
@@ -359,8 +362,7 @@ def test_the_page_in_a_real_headless_chromium(real_report: Path, tmp_path: Path)
                  pwned: window.__pwned === undefined ? null : window.__pwned,
                  scripts: document.scripts.length, images: document.images.length}};
     }})()"""
-    binary = chromium()
-    with headless_chromium.Browser(binary) as browser:
+    with headless_chromium.Browser(chromium) as browser:
         browser.open(page)
         table = browser.evaluate(
             """(() => { const t = document.querySelector('table.matrix');
@@ -374,7 +376,7 @@ def test_the_page_in_a_real_headless_chromium(real_report: Path, tmp_path: Path)
         before = browser.evaluate(state)
         browser.click(cell + " summary")
         after = browser.evaluate(state)
-    version = headless_chromium.version(binary)
+    version = headless_chromium.version(chromium)
     assert table["width"] > 500 and table["height"] > 1000, (version, table)
     assert table["heads"] == 4 and table["rows"] == len(data["requirements"]), table
     assert (table["fail"], table["pass"]) == ("rgb(252, 232, 230)", "rgb(230, 244, 234)")
