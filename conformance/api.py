@@ -58,17 +58,28 @@ def seeded(max_tokens: int = 12, **sampling: Any) -> dict[str, Any]:
     return body(max_tokens, temperature=1.0, seed=SEED, **sampling)
 
 
-def _depth(error: ValidationError) -> int:
-    """How deep into the body the error's most specific cause lies."""
-    return max([len(error.absolute_path), *(_depth(c) for c in error.context or [])])
+def _leaves(error: ValidationError) -> list[ValidationError]:
+    """The specific causes of an error: for a oneOf/anyOf, those of the branch the body comes
+    closest to, i.e. misses by the fewest errors about the object itself (a missing key there
+    means another kind of body), then by the fewest errors, then the deepest."""
+    if not error.context:
+        return [error]
+    here = len(error.absolute_path)
+    branches: dict[Any, list[ValidationError]] = {}
+    for e in error.context:
+        branches.setdefault(e.relative_schema_path[0], []).extend(_leaves(e))
+
+    def distance(leaves: list[ValidationError]) -> tuple[int, int, int]:
+        shallow = sum(len(e.absolute_path) <= here for e in leaves)
+        return shallow, len(leaves), -max(len(e.absolute_path) for e in leaves)
+
+    return min(branches.values(), key=distance)
 
 
 def _deepest(error: ValidationError) -> ValidationError:
-    """A oneOf/anyOf error's most specific cause: the leaf of the branch the body got furthest
-    into (a chunk with one wrong field is reported at that field, not as "not an error")."""
-    while error.context:
-        error = max(error.context, key=lambda e: (_depth(e), len(e.context or [])))
-    return error
+    """The leaf to report: a chunk with one wrong field is reported at that field, not as "not
+    an error event", and an error body at its error, not as "not a chunk"."""
+    return max(_leaves(error), key=lambda e: len(e.absolute_path))
 
 
 def schema_problems(schema: str, instance: Any, limit: int = 3) -> list[str]:

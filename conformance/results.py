@@ -109,9 +109,39 @@ class Report:
                 return result
         raise KeyError(requirement_id)
 
+    def differences(self) -> list[Difference]:
+        """What this server does differently from the document: one line per failing
+        requirement (MUST first), with one piece of field-level evidence. A check judges only
+        its own fields, so this is the list of things to fix, not their symptoms."""
+        failing = [r for r in self.requirements if r.status is Status.FAIL]
+        failing.sort(key=lambda r: r.is_warning)
+        return [
+            Difference(r.requirement.id, r.requirement.level.value, r.requirement.title, _gist(r))
+            for r in failing
+        ]
+
     def failed_ids(self) -> set[str]:
         """Every requirement that failed, MUST or not."""
         return {r.requirement.id for r in self.requirements if r.status is Status.FAIL}
+
+
+@dataclass(frozen=True)
+class Difference:
+    requirement: str
+    level: str
+    title: str
+    evidence: str  # the first failing check's message, first line, cut short
+
+
+EVIDENCE_CHARS = 240
+
+
+def _gist(result: RequirementResult) -> str:
+    for check in result.checks:
+        if check.status is Status.FAIL and check.message:
+            line = check.message.strip().splitlines()[0]
+            return line if len(line) <= EVIDENCE_CHARS else line[: EVIDENCE_CHARS - 1] + "…"
+    return result.reason[:EVIDENCE_CHARS]
 
 
 def decide(requirement: Requirement, checks: list[CheckResult]) -> RequirementResult:

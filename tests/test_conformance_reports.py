@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -70,7 +71,15 @@ def test_json_report_validates(tmp_path: Path) -> None:
     report = make_report({"GEN-001": Status.FAIL, "GEN-002": Status.PASS})
     data = json_report.to_dict(report)
     json_report.validate(data)
-    assert set(data) == {"suite", "server", "started_at", "duration_s", "summary", "requirements"}
+    assert set(data) == {
+        "suite",
+        "server",
+        "started_at",
+        "duration_s",
+        "summary",
+        "differences",
+        "requirements",
+    }
     assert set(data["requirements"][0]) == {
         "id",
         "level",
@@ -133,3 +142,33 @@ def test_cli_unreachable_server_is_harness_error(capsys: pytest.CaptureFixture[s
     code = cli.main(["run", "--base-url", f"http://127.0.0.1:{free_port()}", "--timeout", "1"])
     assert code == 2
     assert "not reachable" in capsys.readouterr().err
+
+
+def test_differences_name_each_failing_requirement_once() -> None:
+    """The report opens with what the server does differently from the document: one line per
+    failing requirement, MUST before SHOULD, each with field-level evidence, never a body."""
+    from conformance.requirements import by_id
+    from conformance.results import CheckResult, Report, ServerInfo, Status, decide
+
+    def result(rid: str, status: Status, message: str = "") -> Any:
+        return decide(by_id()[rid], [CheckResult("check", status, message)])
+
+    report = Report(
+        "tito-conformance",
+        "0",
+        "0",
+        ServerInfo("http://x", None, [], []),
+        "2026-12-03T00:00:00+00:00",
+        1.0,
+        [
+            result("ERR-003", Status.FAIL, "invalid generate: expected HTTP 400, got 422\nmore"),
+            result("LOGP-001", Status.FAIL, "choice 0: entry 0 item 0 token_id is None"),
+            result("GEN-001", Status.PASS),
+            result("STOP-001", Status.SKIP),
+        ],
+    )
+    found = [(d.requirement, d.level, d.evidence) for d in report.differences()]
+    assert found == [
+        ("LOGP-001", "MUST", "choice 0: entry 0 item 0 token_id is None"),
+        ("ERR-003", "SHOULD", "invalid generate: expected HTTP 400, got 422"),
+    ]

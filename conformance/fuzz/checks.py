@@ -95,7 +95,7 @@ def _events(response: Any) -> list[str]:
 
 
 def stream_well_framed(ctx: Any, response: Any, case: Any) -> None:
-    """A stream is `data:` events split by blank lines, each chunk valid, ending `data: [DONE]`."""
+    """A stream is `data:` events split by blank lines, ending `data: [DONE]` (STREAM-001/002)."""
     if case.path != GENERATE or response.status_code != 200 or not _is_stream(response):
         return None
     problem = framing_problem(response.content)
@@ -104,8 +104,19 @@ def stream_well_framed(ctx: Any, response: Any, case: Any) -> None:
     return None
 
 
+def stream_chunks_valid(ctx: Any, response: Any, case: Any) -> None:
+    """Each event of a stream is valid against the spec (SCHEMA-STREAM-001), framing aside."""
+    if case.path != GENERATE or response.status_code != 200 or not _is_stream(response):
+        return None
+    problem = chunk_problem(response.content)
+    if problem:
+        raise AssertionError(problem)
+    return None
+
+
 def framing_problem(content: bytes) -> str:
-    """What is wrong with the framing or the chunks of a stream's bytes ("" when nothing)."""
+    """What is wrong with the framing of a stream's bytes ("" when nothing); the chunks' form is
+    `chunk_problem`'s (another requirement)."""
     text = content.decode("utf-8", errors="replace")
     if not text.endswith("\n\n"):
         return f"the stream does not end with a blank line: ...{text[-60:]!r}"
@@ -115,13 +126,21 @@ def framing_problem(content: bytes) -> str:
         return f"the stream does not end with data: [DONE] (last event: {last!r})"
     if DONE in events[:-1]:
         return "data: [DONE] is not the last event"
-    validator = openapi.sse_event_validator()
     for index, data in enumerate(events):
         if "\n" in data:
             return (
                 f"event {index} spans several data lines (events not split by a blank line?): "
                 f"{data[:120]!r}"
             )
+    return ""
+
+
+def chunk_problem(content: bytes) -> str:
+    """The first event of a stream that is not a valid chunk ("" when none)."""
+    validator = openapi.sse_event_validator()
+    for index, data in enumerate(_events(RawBody(content))):
+        if data == DONE or "\n" in data:
+            continue
         error = next(iter(validator.iter_errors({"data": data})), None)
         if error is not None:
             return f"event {index} is not a valid chunk: {error.message[:200]}"
@@ -133,4 +152,4 @@ class RawBody:
         self.content = content
 
 
-OUR_CHECKS = (error_body_shape, request_id_prefix, stream_well_framed)
+OUR_CHECKS = (error_body_shape, request_id_prefix, stream_well_framed, stream_chunks_valid)

@@ -94,6 +94,10 @@ def requirements_for(
         and check in ("response_schema_conformance", "content_type_conformance")
     ):
         return ("AUTH-004",) if status == 401 else ("ERR-002",)
+    if check == "response_schema_conformance" and op_id == "generate":  # a 2xx body's form
+        return ("SCHEMA-STREAM-001",) if stream else ("SCHEMA-GEN-001",)
+    if check == "stream_chunks_valid":
+        return ("SCHEMA-STREAM-001",)
     if check == "request_id_prefix":
         return ("GEN-RESP-004",)
     if check == "stream_well_framed":

@@ -155,6 +155,7 @@ def _covered(result: FuzzResult) -> set[str]:
     covered = {"ERR-002", "ERR-003"} if ran else set()
     if "generate" in ran and result.facts.profile != "disabled":
         covered |= {"GEN-001", "GEN-REQ-012", "GEN-RESP-004", "STREAM-001", "STREAM-002"}
+        covered |= {"SCHEMA-GEN-001", "SCHEMA-STREAM-001"}
     if any(s.group == "out-of-vocabulary" and s.cases for s in result.stats):
         covered.add("ERR-007")
     if any(s.group == MEDIA_GROUP and s.cases for s in result.stats):

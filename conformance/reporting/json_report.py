@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -42,6 +43,7 @@ def to_dict(report: Report) -> dict[str, Any]:
             "warnings": s.warnings,
             "skipped_for_limits": s.skipped_for_limits,
         },
+        "differences": [asdict(d) for d in report.differences()],
         "requirements": [_requirement(r, report.harness_error) for r in report.requirements],
     }
 

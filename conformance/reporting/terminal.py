@@ -41,6 +41,11 @@ def _one(report: Report, verbose: bool) -> str:
         lines.append(f"   limits: {server.limits_text}")
     if report.harness_error:
         lines.append(f"   HARNESS ERROR: {report.harness_error}")
+    differences = report.differences()
+    if differences:
+        lines.append(f"   differs from the document in {len(differences)} requirement(s):")
+        for d in differences:
+            lines.append(f"   - {d.title} — {d.requirement} [{d.level}]: {d.evidence}")
     counts: dict[Feature, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for r in report.requirements:
         key = "warn" if r.is_warning else r.status.value
