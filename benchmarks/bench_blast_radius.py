@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from multiprocessing import get_context
 from pathlib import Path
 
-from conformance.embedded import embedded_mock
+from conformance.embedded import QUICK, embedded_mock
 from conformance.requirements import Level, by_id
 from conformance.results import Report, Status
 from conformance.runner import run
@@ -39,8 +39,7 @@ JUDGED = (Level.MUST, Level.SHOULD)
 
 def full_run(profile: str, flags: tuple[str, ...] = (), defects: tuple[str, ...] = ()) -> Report:
     """The whole suite against the mock of `profile` (its claims, MOCK_KNOBS, `flags`)."""
-    quick = {"timeout": 3.0, "warmup_timeout": 3.0, "deadline_s": 120.0}
-    with embedded_mock(profile, flags, defects, **quick) as (_, config):
+    with embedded_mock(profile, flags, defects, **QUICK) as (_, config):
         return run(config)
 
 

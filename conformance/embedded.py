@@ -15,6 +15,10 @@ from .profiles import MOCK_KNOBS, PROFILES
 from .server_process import ServerProcess, free_port, mock_argv
 from .session import SuiteConfig
 
+QUICK = {"timeout": 6.0, "warmup_timeout": 6.0, "deadline_s": 300.0}
+"""Bounds for the kit's own tests and benchmarks: the mock answers in milliseconds, so a
+defect that hangs costs seconds, not minutes; loose enough for a machine whose cores are busy."""
+
 
 @contextmanager
 def embedded_mock(

@@ -152,7 +152,7 @@ class Session:
 
     def timeout_for(self, tokens: int) -> float:
         """A per-request bound that scales with the server's pace, never below the config's."""
-        return max(self.config.timeout, 3 * self.limits.seconds_for(tokens) + 2)
+        return max(self.config.timeout, 4 * self.limits.seconds_for(tokens) + 5)
 
     def need_generate(self, judged_here: bool = False, deciding: tuple[str, ...] = ()) -> None:
         """Generate must work. A broken (hung, garbage) generate fails GEN-001 (`judged_here`);

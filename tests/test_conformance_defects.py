@@ -8,9 +8,9 @@ requirements, for speed) against the mock started with it, and they must all fai
 from __future__ import annotations
 
 import pytest
-from test_conformance_helpers import QUICK, run_against_mock
+from test_conformance_helpers import run_against_mock
 
-from conformance.embedded import embedded_mock
+from conformance.embedded import QUICK, embedded_mock
 from conformance.profiles import PROFILES
 from conformance.requirements import Level, by_id
 from conformance.results import Report, Status

@@ -6,13 +6,11 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
-from conformance.embedded import embedded_mock
+from conformance.embedded import QUICK, embedded_mock
 from conformance.results import Report
 from conformance.runner import run
 from conformance.server_process import ServerProcess
 from conformance.session import SuiteConfig
-
-QUICK = {"timeout": 3.0, "warmup_timeout": 3.0, "deadline_s": 120.0}  # the mock is fast
 
 
 @contextmanager

@@ -21,7 +21,7 @@ from conformance.in_flight import (
 )
 from conformance.registry import checks
 from conformance.semantics import check_spans, fail
-from conformance.session import Session
+from conformance.session import BLOCKED_PREFIX, Session
 
 LONG = api.body(None, ignore_eos=True)  # the server's default max_tokens: a long request
 
@@ -150,7 +150,10 @@ def test_abort_non_streamed(tito: Session) -> None:
 def test_abort_keeps_partial_output(tito: Session) -> None:
     surely = 2 * (tito.limits.ttft_s or 0.0) + 4 * (tito.limits.itl_s or 0.0) + 0.05
     for shares in ((0.25, 0.1, 0.0), (0.5, 0.25)):  # later when the first came before a token
-        line, outcome = aborted_whole(tito, shares)
+        try:
+            line, outcome = aborted_whole(tito, shares)
+        except AssertionError as exc:  # the abort itself broke: ABORT-003 says how
+            pytest.skip(f"{BLOCKED_PREFIX} aborting a non-streamed request: {exc} (ABORT-003)")
         landed_or_skip(line, outcome)
         if line.tokens:
             return

@@ -139,7 +139,9 @@ def test_default_label(tito: Session) -> None:
         fail(f"the spans carry labels {labels}, expected {{{expected!r}}}")
 
 
-@checks("WV-009", needs=("weight-labels",), builds_on=("STREAM-001", "WV-003", "WV-007"))
+@checks(
+    "WV-009", needs=("weight-labels",), builds_on=("STREAM-001", "STREAM-003", "WV-003", "WV-007")
+)
 def test_update_splits_spans(tito: Session) -> None:
     old, new = _label(tito), f"tito-{tito.session_id}-split"
 
