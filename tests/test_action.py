@@ -39,8 +39,9 @@ def _bash(script: str, env: dict[str, str], cwd: Path) -> int:
     return subprocess.run(command, env={**os.environ, **env}, cwd=cwd, check=False).returncode
 
 
-def run_action(inputs: dict[str, str], work: Path) -> tuple[int, dict[str, str]]:
-    """Every step of action.yml in order; the exit code of the last one run and the outputs."""
+def run_action(inputs: dict[str, str], work: Path) -> tuple[int, dict[str, str], Any]:
+    """Every step of action.yml in order: the exit code of the last one run, the outputs, and
+    the JSON report they name."""
     temp = work / "runner-temp"
     temp.mkdir()
     if os.environ.get("TITO_ACTION_FRESH_INSTALL") != "1":
@@ -57,7 +58,8 @@ def run_action(inputs: dict[str, str], work: Path) -> tuple[int, dict[str, str]]
         if code:
             break
     pairs = (line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
-    return code, dict(pairs)
+    outputs = dict(pairs)
+    return code, outputs, json.loads(Path(outputs["json-report"]).read_text())
 
 
 def test_the_contract_names_of_inputs_and_outputs() -> None:
@@ -77,10 +79,9 @@ def test_a_conforming_server_passes_and_the_reports_are_where_the_outputs_say(
         "junit-xml": "reports/tito.xml",
         "args": "--fuzz-examples 0",
     }
-    code, outputs = run_action(inputs, tmp_path)
+    code, outputs, report = run_action(inputs, tmp_path)
     assert code == 0
     assert outputs["json-report"] == str(tmp_path / "reports" / "tito.json")
-    report = json.loads(Path(outputs["json-report"]).read_text())
     assert report["summary"]["failed"] == 0 and report["summary"]["passed"] > 0
     assert re.fullmatch(r"[0-9a-f]{64}", report["suite"]["document_sha256"])
     assert ET.parse(outputs["junit-xml"]).getroot().tag in ("testsuites", "testsuite")
@@ -91,23 +92,17 @@ def test_a_failing_server_fails_the_step_and_still_names_its_reports(
 ) -> None:
     mock = tito_mock_factory(defects=["usage-miscount"])
     inputs = {"base-url": mock.base_url, "args": "--requirement GEN-RESP-003"}
-    code, outputs = run_action(inputs, tmp_path)
+    code, _, report = run_action(inputs, tmp_path)
     assert code == 1
-    report = json.loads(Path(outputs["json-report"]).read_text())
     failed = [r["id"] for r in report["requirements"] if r["status"] == "fail"]
     assert failed == ["GEN-RESP-003"]
 
 
 @pytest.mark.tito_mock(flags=["--api-key", "ci-secret"])
 def test_api_key_and_expect_reach_the_suite(tito_mock: TitoMock, tmp_path: Path) -> None:
-    inputs = {
-        "base-url": tito_mock.base_url,
-        "api-key": "ci-secret",
-        "expect": "api-key",
-        "args": "--requirement GEN-001",
-    }
-    code, outputs = run_action(inputs, tmp_path)
-    report = json.loads(Path(outputs["json-report"]).read_text())
+    key = {"api-key": "ci-secret", "expect": "api-key"}
+    inputs = {"base-url": tito_mock.base_url, **key, "args": "--requirement GEN-001"}
+    code, _, report = run_action(inputs, tmp_path)
     assert code == 0
     assert "api-key" in report["server"]["claimed_features"]
     assert "api-key" in report["server"]["detected_features"]
