@@ -19,7 +19,7 @@ from mock_server.app import create_app
 from mock_server.config import MockConfig, parse_args
 from mock_server.defects import DEFECTS
 from mock_server.engine import Engine
-from mock_server.transport import AsyncMockTransport, MockTransport
+from openapi.asgi_transport import AsyncStreamingTransport, StreamingTransport
 
 DEFAULT_FLAGS = ("--enable-scale-out",)
 """A client author wants a server that generates; `--no-enable-scale-out` undoes it."""
@@ -115,11 +115,11 @@ class TitoMock:
     def url(self, path: str) -> str:
         return self.base_url + path
 
-    def transport(self) -> MockTransport:
-        return MockTransport(self.app, self.portal)
+    def transport(self) -> StreamingTransport:
+        return StreamingTransport(self.app, self.portal)
 
-    def async_transport(self) -> AsyncMockTransport:
-        return AsyncMockTransport(self.app, self.portal)
+    def async_transport(self) -> AsyncStreamingTransport:
+        return AsyncStreamingTransport(self.app, self.portal)
 
     # -- what it saw -------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:

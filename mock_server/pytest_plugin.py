@@ -24,7 +24,7 @@ import pytest
 
 if TYPE_CHECKING:
     from mock_server.harness import TitoMock
-    from mock_server.transport import AsyncMockTransport, MockTransport
+    from openapi.asgi_transport import AsyncStreamingTransport, StreamingTransport
 
 SCOPES = ("function", "module", "session")
 MARKER = (
@@ -101,13 +101,13 @@ def tito_mock(
 
 
 @pytest.fixture
-def tito_transport(tito_mock: TitoMock) -> MockTransport:
+def tito_transport(tito_mock: TitoMock) -> StreamingTransport:
     """`httpx.Client(transport=tito_transport, base_url=...)`: no socket, real streaming."""
     return tito_mock.transport()
 
 
 @pytest.fixture
-def tito_async_transport(tito_mock: TitoMock) -> AsyncMockTransport:
+def tito_async_transport(tito_mock: TitoMock) -> AsyncStreamingTransport:
     """`httpx.AsyncClient(transport=tito_async_transport, ...)`: the async counterpart."""
     return tito_mock.async_transport()
 

@@ -1,11 +1,14 @@
-"""In-process httpx transports to the mock that stream.
+"""In-process httpx transports to an ASGI app that stream: the kit's one ASGI transport.
 
 `httpx.ASGITransport` returns a response only once the app has finished, so a client's
 streaming loop and its abort-mid-stream path never run against it. These transports hand the
 response back at `http.response.start` and each body chunk as the app sends it. The app runs on
-the mock's own event loop (an anyio blocking portal), whichever thread or loop the client uses,
-so one mock can serve a sync client, an async client and a loopback socket at once, and closing
-a response early reaches the app as the client disconnect it would see over HTTP.
+its own event loop (an anyio blocking portal), whichever thread or loop the client uses, so one
+app can serve a sync client, an async client and a loopback socket at once, and closing a
+response early reaches the app as the client disconnect it would see over HTTP.
+
+It lives here, beside the spec's loader, because both sides use it: the mock's client-author
+fixtures and the fuzzer's in-process abort sequence (neither package imports the other).
 """
 
 from __future__ import annotations
@@ -13,14 +16,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import queue
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping
 from concurrent.futures import Future
 from typing import Any
 
 import httpx
 from anyio.from_thread import BlockingPortal
 
-from mock_server.asgi import ASGIApp, Message
+Message = MutableMapping[str, Any]
+ASGIApp = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
 
 Deliver = Callable[[Any], None]
 """Hands one item to the client: an ASGI send message, an exception, or None (the app ended)."""
@@ -98,7 +102,7 @@ class Exchange:
 
         try:
             return self._portal.start_task_soon(hang_up)
-        except RuntimeError:  # the mock has been closed: nothing is left to hang up on
+        except RuntimeError:  # the app's loop has been closed: nothing is left to hang up on
             ended: Future[None] = Future()
             ended.set_result(None)
             return ended
@@ -108,9 +112,9 @@ def _response(
     start: Any, request: httpx.Request, stream: httpx.SyncByteStream | httpx.AsyncByteStream
 ) -> httpx.Response:
     if isinstance(start, Exception):
-        raise httpx.RemoteProtocolError(f"the mock failed: {start!r}", request=request)
+        raise httpx.RemoteProtocolError(f"the app failed: {start!r}", request=request)
     if start is None or start.get("type") != "http.response.start":
-        raise httpx.RemoteProtocolError("the mock ended without an answer", request=request)
+        raise httpx.RemoteProtocolError("the app ended without an answer", request=request)
     headers = [(bytes(k), bytes(v)) for k, v in start.get("headers", [])]
     return httpx.Response(start["status"], headers=headers, stream=stream, request=request)
 
@@ -120,7 +124,7 @@ def _step(item: Any, request: httpx.Request) -> tuple[bytes, bool]:
     if item is None:
         return b"", True
     if isinstance(item, Exception):
-        raise httpx.ReadError(f"the mock failed mid-body: {item!r}", request=request)
+        raise httpx.ReadError(f"the app failed mid-body: {item!r}", request=request)
     if item.get("type") != "http.response.body":
         return b"", False
     return bytes(item.get("body", b"")), not item.get("more_body", False)
@@ -164,8 +168,8 @@ class _AsyncBody(httpx.AsyncByteStream):
         await asyncio.wrap_future(self.exchange.disconnect())
 
 
-class MockTransport(httpx.BaseTransport):
-    """A sync transport into the mock's app; responses stream as the app produces them."""
+class StreamingTransport(httpx.BaseTransport):
+    """A sync transport into an ASGI app; responses stream as the app produces them."""
 
     def __init__(self, app: ASGIApp, portal: BlockingPortal) -> None:
         self.app, self.portal = app, portal
@@ -183,8 +187,8 @@ class MockTransport(httpx.BaseTransport):
         return _response(start, request, _SyncBody(exchange, items, timeout))
 
 
-class AsyncMockTransport(httpx.AsyncBaseTransport):
-    """An async transport into the mock's app; responses stream as the app produces them."""
+class AsyncStreamingTransport(httpx.AsyncBaseTransport):
+    """An async transport into an ASGI app; responses stream as the app produces them."""
 
     def __init__(self, app: ASGIApp, portal: BlockingPortal) -> None:
         self.app, self.portal = app, portal
