@@ -63,6 +63,19 @@ class Outcome:
     harness_error: str
     reasons: dict[str, str]  # why each failing ID failed (first 200 characters)
     seconds: float
+    unshown: frozenset[str] = frozenset()  # failing IDs with no exchange to show for it
+    verdict: str = "passed"  # "failed" (a MUST failed), "warned" (a SHOULD), or "passed"
+
+
+def _shown(report: Report, rid: str) -> bool:
+    """A failure shows what was sent and received (a curl), or why nothing could be sent."""
+    return all(
+        c.reproducer.startswith("curl ")
+        or "claimed feature" in c.message
+        or "does not work" in c.message
+        for c in report.result(rid).checks
+        if c.status is Status.FAIL
+    )
 
 
 def outcome(profile: str, flags: tuple[str, ...] = (), defects: tuple[str, ...] = ()) -> Outcome:
@@ -76,6 +89,12 @@ def outcome(profile: str, flags: tuple[str, ...] = (), defects: tuple[str, ...] 
         harness_error=report.harness_error,
         reasons={i: report.result(i).reason[:200] for i in failed},
         seconds=round(time.monotonic() - started, 2),
+        unshown=frozenset(i for i in failed if not _shown(report, i)),
+        verdict="failed"
+        if report.summary.failed
+        else "warned"
+        if report.summary.warnings
+        else "passed",
     )
 
 
@@ -91,6 +110,8 @@ class Radius:
     harness_error: str
     reasons: dict[str, str]  # why each extra ID failed
     seconds: float
+    unshown: tuple[str, ...] = ()  # declared failures without an exchange to show
+    verdict: str = "passed"
 
     @classmethod
     def compare(cls, name: str, base: Outcome, run: Outcome) -> Radius:
@@ -106,6 +127,8 @@ class Radius:
             harness_error=run.harness_error,
             reasons={i: run.reasons[i] for i in failed if i not in declared},
             seconds=run.seconds,
+            unshown=tuple(i for i in declared if i in run.unshown),
+            verdict=run.verdict,
         )
 
     @property
@@ -134,6 +157,12 @@ class Radius:
             out.append(f"{self.size} requirements fail, more than {MAX_RADIUS}")
         if self.broken:
             out.append(f"checks broke (ERROR): {', '.join(self.broken)}")
+        if self.unshown:
+            out.append(f"failures with no exchange (curl) to show: {', '.join(self.unshown)}")
+        levels = by_id()
+        must = any(levels[i].level is Level.MUST for i in self.declared)
+        if self.verdict != ("failed" if must else "warned") and not self.missed:
+            out.append(f"the run {self.verdict}: a {'MUST' if must else 'SHOULD'} broke")
         return out
 
 
