@@ -81,6 +81,7 @@ MORE: dict[str, tuple[list[str], Probe]] = {
     "stream-chunk-no-output-mode": (SO, lambda c: raw(c, B)),
     "stream-held-text-lost": (SO, held_text_probe),
     "stream-no-final-weight-versions": (SO, lambda c: raw(c, B)),
+    "stream-weight-versions-short": (SO, lambda c: raw(c, B)),
     "text-mode-other-tokens": (SO, lambda c: j(c, {**sp(seed=3), "output_mode": "text"})),
     "stream-text-cumulative": (SO, lambda c: raw(c, {**sp(seed=3), "output_mode": "text"})),
     "text-detokenize-false-accepted": (
