@@ -7,6 +7,7 @@ import hmac
 
 from mock_server.asgi import ASGIApp, Receive, Scope, Send, header, send_json
 from mock_server.config import MockConfig
+from mock_server.transforms import apply_status
 
 GUARDED_PREFIX = ("/v1", "/v2", "/inference", "/cohere")
 
@@ -46,9 +47,7 @@ class AuthMiddleware:
             and self._guarded(scope["path"])
             and not self._authorised(scope)
         ):
-            if self.cfg.has_defect("unauthorized-body-wrong"):
-                await send_json(send, 401, {"detail": "Not authenticated"})
-            else:
-                await send_json(send, 401, {"error": "Unauthorized"})
+            status, body = apply_status(self.cfg, "unauthorized", 401, {"error": "Unauthorized"})
+            await send_json(send, status, body)
             return
         await self.app(scope, receive, send)

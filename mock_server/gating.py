@@ -1,4 +1,8 @@
-"""Answers shared by the scale-out endpoints: the disabled 403 and error bodies with defects."""
+"""Answers shared by the scale-out endpoints: the disabled 403 and error bodies.
+
+Both are built correct and handed to the `error` / `disabled` transformers once, here, for the
+raw-ASGI endpoints and the Starlette ones alike.
+"""
 
 from __future__ import annotations
 
@@ -7,48 +11,40 @@ from typing import Any
 from mock_server.asgi import Send, send_json
 from mock_server.config import MockConfig
 from mock_server.errors import DISABLED_MESSAGE, ApiError, error_body
+from mock_server.transforms import apply_status
+
+
+def error_answer(cfg: MockConfig, err: ApiError) -> tuple[int, dict[str, Any]]:
+    """Status and body of an error, output defects applied."""
+    return apply_status(cfg, "error", err.status, err.body(), err)
+
+
+def disabled_answer(cfg: MockConfig) -> tuple[int, dict[str, Any]]:
+    """vLLM's 403 for a scale-out endpoint without --enable-scale-out, defects applied."""
+    body = error_body(DISABLED_MESSAGE, "PermissionDeniedError", None, 403)
+    return apply_status(cfg, "disabled", 403, body)
 
 
 async def send_error(send: Send, cfg: MockConfig, err: ApiError) -> None:
-    status = err.status
-    body: dict[str, Any] = err.body()
-    if status == 400 and err.err_type == "Bad Request" and cfg.has_defect("validation-422"):
-        status = 422
-        body["error"]["code"] = 422
-    if status == 400 and cfg.has_defect("error-body-flat"):
-        body = {"message": err.message, "code": 400}
+    status, body = error_answer(cfg, err)
     await send_json(send, status, body)
 
 
 async def send_disabled(send: Send, cfg: MockConfig) -> None:
-    if cfg.has_defect("disabled-404"):
-        await send_json(send, 404, {"detail": "Not Found"})
-        return
-    message = DISABLED_MESSAGE
-    if cfg.has_defect("disabled-message-wrong"):
-        message = "Scale-out is not enabled on this server."
-    await send_json(send, 403, error_body(message, "PermissionDeniedError", None, 403))
+    status, body = disabled_answer(cfg)
+    await send_json(send, status, body)
 
 
 def error_response(cfg: MockConfig, err: ApiError) -> Any:
     """The same error as a Starlette response (for Request/Response endpoints)."""
     from starlette.responses import JSONResponse
 
-    status, body = err.status, err.body()
-    if status == 400 and err.err_type == "Bad Request" and cfg.has_defect("validation-422"):
-        status = 422
-        body["error"]["code"] = 422
-    if status == 400 and cfg.has_defect("error-body-flat"):
-        body = {"message": err.message, "code": 400}
+    status, body = error_answer(cfg, err)
     return JSONResponse(body, status_code=status)
 
 
 def disabled_response(cfg: MockConfig) -> Any:
     from starlette.responses import JSONResponse
 
-    if cfg.has_defect("disabled-404"):
-        return JSONResponse({"detail": "Not Found"}, status_code=404)
-    message = DISABLED_MESSAGE
-    if cfg.has_defect("disabled-message-wrong"):
-        message = "Scale-out is not enabled on this server."
-    return JSONResponse(error_body(message, "PermissionDeniedError", None, 403), status_code=403)
+    status, body = disabled_answer(cfg)
+    return JSONResponse(body, status_code=status)

@@ -27,6 +27,7 @@ from mock_server.payloads import Builder
 from mock_server.request import GenerateRequest, parse_generate
 from mock_server.state import AppState
 from mock_server.streaming import stream_job, stream_single_error
+from mock_server.transforms import apply_wire
 
 UNSUPPORTED_MEDIA = (
     "1 validation error:\n  Unsupported Media Type: Only 'application/json' is allowed"
@@ -140,12 +141,8 @@ class GenerateEndpoint:
             plp = prompt_logprobs(
                 cfg, engine.model, engine.tokenizer, req.token_ids, req.sampling.prompt_logprobs
             )
-        body = builder.full(plp)
-        if cfg.has_defect("garbage-json"):
-            await send_bytes(send, 200, b'<html>502 upstream hiccup</html>{"choices":')
-            return
-        data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
-        await send_bytes(send, 200, data)
+        data = json.dumps(builder.full(plp), separators=(",", ":"), ensure_ascii=False).encode()
+        await send_bytes(send, 200, apply_wire(cfg, data))
 
     def _new_job(self, scope: Scope, req: GenerateRequest) -> Job:
         cfg, engine = self.state.config, self.state.engine

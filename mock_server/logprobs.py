@@ -24,46 +24,25 @@ class LogprobsRenderer:
             config.mock_logprobs_format == "legacy" or config.has_defect("logprobs-legacy-token-id")
         ):
             self.shape = "legacy"
-        self.positive = config.has_defect("logprobs-positive")
-        self.rank_one = config.has_defect("rank-wrong")
-        self.sorted_top = config.has_defect("top-logprobs-sampled-not-first")
         self.wrong_count = config.has_defect("top-logprobs-wrong-count")
-        self.bytes = not config.has_defect("text-no-bytes")
-
-    def _value(self, logprob: float) -> float:
-        return abs(logprob) if self.positive else logprob
 
     def _entry(self, token_id: int, rank: int, logprob: float) -> dict[str, Any]:
         if self.shape == "tokens":
-            entry: dict[str, Any] = {
-                "token_id": token_id,
-                "logprob": self._value(logprob),
-                "rank": 1 if self.rank_one else rank,
-            }
-            if self.cfg.has_defect("tokens-logprobs-with-token"):
-                entry |= {"token": f"token_id:{token_id}", "bytes": None}
-            return entry
+            return {"token_id": token_id, "logprob": logprob, "rank": rank}
         if self.shape == "legacy" or self.cfg.return_tokens_as_token_ids:
-            shown = token_id
-            if self.shape == "text" and self.cfg.has_defect("placeholder-wrong-id"):
-                shown += 1
-            out: dict[str, Any] = {"token": f"token_id:{shown}", "logprob": self._value(logprob)}
-            if self.bytes:
-                out["bytes"] = None
-            return out
+            return {"token": f"token_id:{token_id}", "logprob": logprob, "bytes": None}
         text = self.tok.token_text(token_id)
-        out = {"token": text, "logprob": self._value(logprob)}
-        if self.bytes:
-            out["bytes"] = list(text.encode("utf-8", errors="replace"))
-        return out
+        return {
+            "token": text,
+            "logprob": logprob,
+            "bytes": list(text.encode("utf-8", errors="replace")),
+        }
 
     def content(self, records: list[TokenRecord], k: int) -> list[dict[str, Any]]:
         out = []
         for rec in records:
             top = rec.top
-            if self.sorted_top:
-                top = sorted(top, key=lambda t: t[1])
-            if self.wrong_count:
+            if self.wrong_count:  # an entry the model never ranked there
                 extra = (rec.token_id + 1, rec.rank + 1, rec.logprob)
                 top = [] if k == 0 else [*top, extra]
             entry = self._entry(rec.token_id, rec.rank, rec.logprob)

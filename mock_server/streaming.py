@@ -11,8 +11,9 @@ from mock_server.asgi import Send
 from mock_server.config import MockConfig
 from mock_server.engine import Engine, Event, Job
 from mock_server.errors import ApiError
-from mock_server.payloads import Builder, weight_spans
-from mock_server.sequence import Sequence
+from mock_server.fields import weight_spans
+from mock_server.payloads import Builder
+from mock_server.transforms import apply_frame
 
 SSE_HEADERS = [(b"content-type", b"text/event-stream; charset=utf-8")]
 _background: set[asyncio.Task[None]] = set()
@@ -20,8 +21,8 @@ STREAM_FAILURE = ApiError(500, "Internal server error", "InternalServerError")
 
 
 def frame(cfg: MockConfig, data: str) -> bytes:
-    sep = "\n" if cfg.has_defect("stream-bad-framing") else "\n\n"
-    return f"data: {data}{sep}".encode()
+    """One SSE event; framing defects rewrite it (or leave nothing to send)."""
+    return apply_frame(cfg, data, f"data: {data}\n\n".encode())
 
 
 def compact(obj: Any) -> str:
@@ -37,8 +38,7 @@ async def _body(send: Send, data: bytes, more: bool = True) -> None:
 
 
 async def _finish(send: Send, cfg: MockConfig) -> None:
-    tail = b"" if cfg.has_defect("stream-no-done") else frame(cfg, "[DONE]")
-    await _body(send, tail, more=False)
+    await _body(send, frame(cfg, "[DONE]"), more=False)
 
 
 async def stream_single_error(send: Send, cfg: MockConfig, err: ApiError) -> None:
@@ -49,59 +49,45 @@ async def stream_single_error(send: Send, cfg: MockConfig, err: ApiError) -> Non
 
 
 class _Chunker:
+    """Builds the chunks of one stream from the engine's events."""
+
     def __init__(self, cfg: MockConfig, builder: Builder) -> None:
         self.cfg = cfg
         self.b = builder
         self.first = True
         self.counts: dict[int, int] = {}
-        self.early_done = False
-        self.lossy_sent: dict[int, int] = {}
 
     def choice(self, ev: Event) -> dict[str, Any]:
-        cfg, seq = self.cfg, ev.seq
-        records = (
-            seq.records if cfg.has_defect("stream-cumulative-deltas") else seq.records[ev.start :]
-        )
+        seq = ev.seq
         self.counts[seq.index] = len(seq.records)
         finish = seq.finish_reason if ev.finished else None
-        if not ev.finished and not self.early_done and cfg.has_defect("stream-finish-reason-early"):
-            finish, self.early_done = "length", True
-        spans = None
-        final_spans = ev.finished and not cfg.has_defect("stream-no-final-weight-versions")
-        if final_spans or cfg.has_defect("stream-weight-versions-every-chunk"):
-            short = ev.finished and cfg.has_defect("stream-weight-versions-short")
-            spans = weight_spans(seq.records[:-1] if short else seq.records, cfg)
+        spans = weight_spans(seq.records) if ev.finished else None
         text = None
         if self.b.text:
             text = seq.detok.delta(final=ev.finished) if seq.detok is not None else ""
-            if self.b.req.sampling.stop and cfg.has_defect("stream-held-text-lost"):
-                text = self._lossy(seq)
-            if seq.detok is not None and cfg.has_defect("stream-text-cumulative"):
-                text = seq.detok.emitted
-        out = self.b.choice(seq, records, finish, spans, text)
+        out = self.b.choice(seq, seq.records[ev.start :], finish, spans, text)
         if not ev.finished:
             out["stop_reason"] = None
         return out
 
-    def _lossy(self, seq: Sequence) -> str:
-        """stream-held-text-lost: the last held-back character is never flushed."""
-        shown = seq.detok.emitted[:-1] if seq.detok is not None else ""
-        start = self.lossy_sent.get(seq.index, 0)
-        self.lossy_sent[seq.index] = max(start, len(shown))
-        return shown[start:]
-
-    def chunk(self, events: list[Event]) -> str:
+    def chunk(self, events: list[Event]) -> str | None:
         return self.grouped([self.choice(ev) for ev in events], events[-1])
 
-    def grouped(self, choices: list[dict[str, Any]], last: Event) -> str:
-        """One chunk of already built choices (several only under stream-multi-choice-chunk)."""
+    def grouped(self, choices: list[dict[str, Any]], last: Event) -> str | None:
+        """One chunk of already built choices (several only under stream-multi-choice-chunk);
+        None when a defect drops it."""
         usage = None
         if self.b.req.include_usage and self.b.req.continuous_usage:
             usage = self.b.usage(self.counts.get(last.seq.index, 0))
-        body = self.b.chunk_head(usage, self.first)
+        body = self.b.chunk(usage, self.first, choices)
         self.first = False
-        body["choices"] = choices
-        return compact(body)
+        return None if body is None else compact(body)
+
+
+async def _event(send: Send, cfg: MockConfig, data: str | None) -> None:
+    """Send one event, unless a defect dropped it."""
+    if data is not None:
+        await _body(send, frame(cfg, data))
 
 
 async def stream_job(
@@ -119,23 +105,21 @@ async def stream_job(
                 break
             if group:  # each choice built as its event comes, several sent in one chunk
                 if any(p.seq is ev.seq for p, _ in pending):
-                    await _body(send, frame(cfg, chunker.grouped([c for _, c in pending], ev)))
+                    await _event(send, cfg, chunker.grouped([c for _, c in pending], ev))
                     pending = []
                 pending.append((ev, chunker.choice(ev)))
                 continue
-            await _body(send, frame(cfg, chunker.chunk([ev])))
+            await _event(send, cfg, chunker.chunk([ev]))
             if not ev.finished and cfg.has_defect("stream-empty-chunk") and ev.seq not in empty:
                 empty.append(ev.seq)  # one chunk with nothing in it, once per choice
-                await _body(
-                    send, frame(cfg, chunker.chunk([Event(ev.seq, len(ev.seq.records), False)]))
-                )
+                await _event(send, cfg, chunker.chunk([Event(ev.seq, len(ev.seq.records), False)]))
         else:
             if pending:
                 last = pending[-1][0]
-                await _body(send, frame(cfg, chunker.grouped([c for _, c in pending], last)))
-            if builder.req.include_usage and not cfg.has_defect("stream-no-usage-chunk"):
-                total = sum(len(s.records) for s in job.sequences)
-                await _body(send, frame(cfg, compact(builder.usage_chunk(total))))
+                await _event(send, cfg, chunker.grouped([c for _, c in pending], last))
+            if builder.req.include_usage:
+                usage = builder.usage_chunk(sum(len(s.records) for s in job.sequences))
+                await _event(send, cfg, None if usage is None else compact(usage))
             await _finish(send, cfg)
             return
     except Exception:

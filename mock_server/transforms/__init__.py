@@ -1,0 +1,29 @@
+"""Output defects as named transformers of a correct answer (see `registry`).
+
+Importing the package registers every transformer; the mock calls the `apply*` functions at
+one place per kind of answer.
+"""
+
+from mock_server.transforms import answers, statuses, streams
+from mock_server.transforms.registry import (
+    Context,
+    active,
+    apply,
+    apply_frame,
+    apply_status,
+    apply_wire,
+    registered,
+)
+
+__all__ = [
+    "Context",
+    "active",
+    "answers",
+    "apply",
+    "apply_frame",
+    "apply_status",
+    "apply_wire",
+    "registered",
+    "statuses",
+    "streams",
+]

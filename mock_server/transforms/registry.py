@@ -1,0 +1,115 @@
+"""The registry of output defects: named transformers of an otherwise correct answer.
+
+The correct path builds vLLM's answer and never asks which defect is on; each defect that
+only changes what is sent is one small function registered here under its catalogue name and
+the kinds of answer it rewrites. The active transformers are looked up once per defect set, so
+the correct mock pays one empty loop per answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from mock_server.defects import DEFECTS
+
+if TYPE_CHECKING:
+    from mock_server.config import MockConfig
+    from mock_server.request import GenerateRequest
+    from mock_server.sequence import Sequence
+    from mock_server.tokenizer import Tokenizer
+
+Json = dict[str, Any]
+F = TypeVar("F", bound=Callable[..., Any])
+
+# What each kind rewrites, and the signature its transformers have:
+KINDS = (
+    "body",  # the non-streamed generate body:          (body, ctx) -> body
+    "chunk",  # one token chunk of a stream:            (chunk, ctx) -> chunk
+    "usage",  # the final usage-only chunk:             (chunk, ctx) -> chunk | None (dropped)
+    "frame",  # one SSE event as sent:                  (data, framed) -> framed bytes
+    "wire",  # the non-streamed 200 body as sent:       (raw) -> raw bytes
+    "error",  # an error answer:                        (status, body, err) -> (status, body)
+    "disabled",  # the scale-out-disabled answer:      (status, body) -> (status, body)
+    "unauthorized",  # the API-key middleware's 401:  (status, body) -> (status, body)
+)
+_REGISTRY: dict[str, dict[str, Callable[..., Any]]] = {kind: {} for kind in KINDS}
+_ORDER = {name: i for i, name in enumerate(DEFECTS)}
+
+
+@dataclass
+class Context:
+    """What a transformer may read besides the answer: the request, its sequences as the
+    engine left them, and `state` that lives as long as one stream."""
+
+    cfg: MockConfig
+    req: GenerateRequest
+    tokenizer: Tokenizer
+    sequences: list[Sequence]
+    text: bool  # the answer is in text mode (choices carry `text`)
+    logprobs_shape: str  # "tokens", "text" or "legacy"
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+def transformer(name: str, *kinds: str) -> Callable[[F], F]:
+    """Register `fn` as defect `name`'s transformer for `kinds`; the name must be catalogued."""
+    if name not in DEFECTS:  # a typo must not silently leave a defect without effect
+        raise KeyError(name)
+
+    def register(fn: F) -> F:
+        for kind in kinds:
+            _REGISTRY[kind][name] = fn
+        return fn
+
+    return register
+
+
+def registered(kind: str) -> Iterable[str]:
+    """The defect names with a transformer of `kind` (tests read it)."""
+    return tuple(_REGISTRY[kind])
+
+
+@lru_cache(maxsize=64)
+def _active(defects: frozenset[str], kind: str) -> tuple[Callable[..., Any], ...]:
+    table = _REGISTRY[kind]
+    return tuple(table[name] for name in sorted(defects & table.keys(), key=_ORDER.__getitem__))
+
+
+def active(cfg: MockConfig, kind: str) -> tuple[Callable[..., Any], ...]:
+    """The transformers of `kind` the configured defects turn on, in catalogue order."""
+    if not cfg.defects:
+        return ()
+    return _active(cfg.defects, kind)
+
+
+def apply(kind: str, ctx: Context, obj: Json) -> Json | None:
+    """Run the `body`, `chunk` or `usage` transformers; None means: send nothing."""
+    out: Json | None = obj
+    for fn in active(ctx.cfg, kind):
+        if out is None:
+            break
+        out = fn(out, ctx)
+    return out
+
+
+def apply_frame(cfg: MockConfig, data: str, framed: bytes) -> bytes:
+    for fn in active(cfg, "frame"):
+        framed = fn(data, framed)
+    return framed
+
+
+def apply_wire(cfg: MockConfig, raw: bytes) -> bytes:
+    for fn in active(cfg, "wire"):
+        raw = fn(raw)
+    return raw
+
+
+def apply_status(
+    cfg: MockConfig, kind: str, status: int, body: Json, *args: Any
+) -> tuple[int, Json]:
+    """Run the `error` (args: the ApiError), `disabled` or `unauthorized` transformers."""
+    for fn in active(cfg, kind):
+        status, body = fn(status, body, *args)
+    return status, body
