@@ -13,10 +13,12 @@ from mock_server.engine import Engine, Event, Job
 from mock_server.errors import ApiError
 from mock_server.fields import weight_spans
 from mock_server.payloads import Builder
+from mock_server.sequence import Sequence
 from mock_server.transforms import apply_frame
 
 SSE_HEADERS = [(b"content-type", b"text/event-stream; charset=utf-8")]
 _background: set[asyncio.Task[None]] = set()
+TEMPLATES = True  # tests turn it off to compare templated chunks with built ones
 STREAM_FAILURE = ApiError(500, "Internal server error", "InternalServerError")
 
 
@@ -56,6 +58,43 @@ class _Chunker:
         self.b = builder
         self.first = True
         self.counts: dict[int, int] = {}
+        req = builder.req
+        # Most chunks differ only in their token ids: those are written into bytes rendered
+        # once per choice (see `framed`), unless something else in them varies per token.
+        self.templated = TEMPLATES and not (
+            cfg.defects
+            or builder.text
+            or req.sampling.logprobs is not None
+            or cfg.return_sampling_mask
+            or (req.include_usage and req.continuous_usage)
+        )
+        self.templates: dict[int, tuple[bytes, bytes]] = {}
+
+    def framed(self, ev: Event) -> bytes | None:
+        """The SSE event for one engine event (None: a defect dropped it).
+
+        A chunk in the middle of a templated stream is its template with the new token ids
+        written in: the bytes `compact` and `frame` would give, without building and encoding
+        a dict per token (tests/test_mock_templates.py proves them equal).
+        """
+        if not (self.templated and not self.first and not ev.finished):
+            data = self.chunk([ev])
+            return None if data is None else frame(self.cfg, data)
+        seq = ev.seq
+        self.counts[seq.index] = len(seq.records)
+        head, tail = self.templates.get(seq.index) or self._template(seq)
+        ids = ",".join([str(rec.token_id) for rec in seq.records[ev.start :]])
+        return head + ids.encode() + tail
+
+    def _template(self, seq: Sequence) -> tuple[bytes, bytes]:
+        """A middle chunk of `seq` split around its (empty) token id list."""
+        choice = self.b.choice(seq, [], None, None, None)
+        choice["stop_reason"] = None
+        body = self.b.chunk(None, False, [choice])
+        head, key, tail = frame(self.cfg, compact(body)).rpartition(b'"token_ids":[]')
+        assert key, "every chunk names its token ids"
+        self.templates[seq.index] = (head + b'"token_ids":[', b"]" + tail)
+        return self.templates[seq.index]
 
     def choice(self, ev: Event) -> dict[str, Any]:
         seq = ev.seq
@@ -109,7 +148,9 @@ async def stream_job(
                     pending = []
                 pending.append((ev, chunker.choice(ev)))
                 continue
-            await _event(send, cfg, chunker.chunk([ev]))
+            data = chunker.framed(ev)
+            if data is not None:
+                await _body(send, data)
             if not ev.finished and cfg.has_defect("stream-empty-chunk") and ev.seq not in empty:
                 empty.append(ev.seq)  # one chunk with nothing in it, once per choice
                 await _event(send, cfg, chunker.chunk([Event(ev.seq, len(ev.seq.records), False)]))
