@@ -33,7 +33,14 @@ class Job:
         self.aborted.set()
 
 
-@dataclass
+# Without --mock-itl-ms the engine runs as fast as it can; it still hands the event loop to
+# other requests, but every YIELD_EVERY steps rather than after every token: a loop round trip
+# per token cost as much as the rest of the token's path. An abort or a hang-up still lands
+# within YIELD_EVERY tokens; with a latency set, every step waits as before.
+YIELD_EVERY = 16
+
+
+@dataclass(slots=True)
 class Event:
     """New output of one sequence: its new tokens (by record offset) and whether it ended."""
 
@@ -183,7 +190,7 @@ class Engine:
                         await _sleep_or_abort(itl, job.aborted)
                         if job.aborted.is_set():
                             break
-                    else:
+                    elif step % YIELD_EVERY == 0:
                         await asyncio.sleep(0)
                 step += 1
                 still = []

@@ -65,6 +65,10 @@ class Sampler:
                 sampling.temperature, sampling.top_k, sampling.top_p, sampling.min_p
             )
         self.want_text = want_text
+        ignored = config.has_defect("stop-token-ids-ignored") or (
+            config.tokens_only and config.has_defect("tokens-only-stop-token-ids-ignored")
+        )
+        self.stop_ids = frozenset(() if ignored else sampling.stop_token_ids)
         self.allowed = sorted(set(sampling.allowed_token_ids or []))
 
     def _pick_allowed(self, rank_of: Callable[[int], int], below_min: bool) -> int:
@@ -149,10 +153,7 @@ class Sampler:
             seq.finish_reason = "stop"
             seq.stop_reason = token if cfg.has_defect("eos-stop-reason-set") else None
             return
-        ignored = cfg.has_defect("stop-token-ids-ignored") or (
-            cfg.tokens_only and cfg.has_defect("tokens-only-stop-token-ids-ignored")
-        )
-        if reached_min and token in sp.stop_token_ids and not ignored:
+        if reached_min and token in self.stop_ids:
             seq.finish_reason = "stop"
             seq.stop_reason = None if cfg.has_defect("stop-reason-null") else token
             if cfg.has_defect("stop-token-dropped"):
