@@ -42,11 +42,16 @@ YIELD_EVERY = 16
 
 @dataclass(slots=True)
 class Event:
-    """New output of one sequence: its new tokens (by record offset) and whether it ended."""
+    """New output of one sequence: its new tokens (by record offset) and whether it ended.
+
+    `flush`: the engine hands the loop over (or waits) before its next event, so whatever a
+    consumer holds back should go out now.
+    """
 
     seq: Sequence
     start: int
     finished: bool
+    flush: bool = True
 
 
 class Scheduler:
@@ -194,11 +199,13 @@ class Engine:
                         await asyncio.sleep(0)
                 step += 1
                 still = []
+                pause = itl > 0 or step % YIELD_EVERY == 0  # before the next step
+                last = active[-1][0]
                 for seq, sampler in active:
                     start = len(seq.records)
                     sampler.step(seq, self._label())
                     done = seq.finish_reason is not None
-                    yield Event(seq, start, done)
+                    yield Event(seq, start, done, pause and seq is last)
                     if not done:
                         still.append((seq, sampler))
                 active = still
