@@ -1,20 +1,25 @@
-"""The baseline the mock is measured against: bare ASGI endpoints on the same server stack.
+"""The baseline the mock is measured against: the same bytes from a bare endpoint.
 
-`POST /json` answers a fixed JSON body (as large as the mock's 16-token answer); `POST /sse`
-streams `events` fixed events of `size` bytes, then `data: [DONE]`. Nothing is parsed or
-computed, so the ratio mock/bare is the cost of the mock itself.
+Starlette routing a raw ASGI endpoint under uvicorn with the mock's settings, as the mock's
+generate endpoint is served: `POST /json` answers the recorded non-streamed body, `POST /sse`
+sends the recorded stream one event per `send`, as the mock sends it. Nothing is parsed or
+computed, so mock/bare is the cost of the mock itself on the same stack.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
 
 import uvicorn
+from starlette.applications import Starlette
+from starlette.responses import Response
+from starlette.routing import Route
 
 Scope = dict[str, Any]
+JSON_HEADERS = [(b"content-type", b"application/json")]
+SSE_HEADERS = [(b"content-type", b"text/event-stream; charset=utf-8")]
 
 
 async def _drain(receive: Any) -> None:
@@ -24,45 +29,58 @@ async def _drain(receive: Any) -> None:
         more = message.get("more_body", False)
 
 
-def make_app(json_body: bytes, event: bytes) -> Any:
-    async def app(scope: Scope, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return
-        await _drain(receive)
-        if scope["path"] == "/health":
-            await send({"type": "http.response.start", "status": 200, "headers": []})
-            await send({"type": "http.response.body", "body": b""})
-        elif scope["path"] == "/json":
-            headers = [(b"content-type", b"application/json")]
-            await send({"type": "http.response.start", "status": 200, "headers": headers})
-            await send({"type": "http.response.body", "body": json_body})
-        else:
-            query = parse_qs(scope.get("query_string", b"").decode())
-            events = int(query.get("events", ["256"])[0])
-            headers = [(b"content-type", b"text/event-stream; charset=utf-8")]
-            await send({"type": "http.response.start", "status": 200, "headers": headers})
-            for _ in range(events):
-                await send({"type": "http.response.body", "body": event, "more_body": True})
-            await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
+class Recorded:
+    """A raw ASGI endpoint (an instance, so Starlette routes to it as to the mock's generate)."""
 
-    return app
+    def __init__(self, json_body: bytes, events: list[bytes]) -> None:
+        self.json_body = json_body
+        self.events = events
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        await _drain(receive)
+        if not self.events:
+            await send({"type": "http.response.start", "status": 200, "headers": JSON_HEADERS})
+            await send({"type": "http.response.body", "body": self.json_body})
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+        for event in self.events[:-1]:
+            await send({"type": "http.response.body", "body": event, "more_body": True})
+        await send({"type": "http.response.body", "body": self.events[-1]})
+
+
+def make_app(json_body: bytes, events: list[bytes]) -> Starlette:
+    async def health(request: Any) -> Response:
+        return Response()
+
+    return Starlette(
+        routes=[
+            Route("/health", health, methods=["GET"]),
+            Route("/json", Recorded(json_body, []), methods=["POST"]),
+            Route("/sse", Recorded(b"", events), methods=["POST"]),
+        ]
+    )
+
+
+def split_events(stream: bytes) -> list[bytes]:
+    """`data: ...\\n\\n` events, each with its blank line."""
+    return [part + b"\n\n" for part in stream.split(b"\n\n") if part]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--json-bytes", type=int, default=1000)
-    parser.add_argument("--event-bytes", type=int, default=300)
+    parser.add_argument("--json-file", type=Path, required=True)
+    parser.add_argument("--sse-file", type=Path, required=True)
     args = parser.parse_args()
-    json_body = json.dumps({"pad": "x" * max(0, args.json_bytes - 11)}).encode()
-    event = b"data: " + json.dumps({"pad": "x" * max(0, args.event_bytes - 20)}).encode() + b"\n\n"
+    app = make_app(args.json_file.read_bytes(), split_events(args.sse_file.read_bytes()))
     uvicorn.run(
-        make_app(json_body, event),
+        app,
         host="127.0.0.1",
         port=args.port,
         log_level="warning",
         access_log=False,
         lifespan="off",
+        timeout_graceful_shutdown=1,
     )
 
 
