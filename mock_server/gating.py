@@ -6,11 +6,12 @@ raw-ASGI endpoints and the Starlette ones alike.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mock_server.asgi import Send, send_json
 from mock_server.config import MockConfig
-from mock_server.errors import DISABLED_MESSAGE, ApiError, error_body
+from mock_server.errors import DISABLED_MESSAGE, ApiError, ValidationFailure, error_body
 from mock_server.transforms import apply_status
 
 
@@ -48,3 +49,21 @@ def disabled_response(cfg: MockConfig) -> Any:
 
     status, body = disabled_answer(cfg)
     return JSONResponse(body, status_code=status)
+
+
+Handler = Callable[[Any], Awaitable[Any]]
+
+
+def answered(cfg: MockConfig, handler: Handler) -> Handler:
+    """A route whose ApiError or validation failure becomes vLLM's error answer (the one
+    wrapper of the render, tokenize and OpenAI routes)."""
+
+    async def endpoint(request: Any) -> Any:
+        try:
+            return await handler(request)
+        except ValidationFailure as failure:
+            return error_response(cfg, failure.to_api_error())
+        except ApiError as err:
+            return error_response(cfg, err)
+
+    return endpoint

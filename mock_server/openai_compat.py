@@ -24,7 +24,7 @@ from mock_server import checks
 from mock_server import coerce as c
 from mock_server.engine import Engine, Job
 from mock_server.errors import ApiError, ValidationFailure
-from mock_server.gating import error_response
+from mock_server.gating import answered
 from mock_server.generate import ENGINE_DEAD
 from mock_server.openai_bodies import Answer, chat_chunks, completion_chunks
 from mock_server.render import EMPTY_PROMPT, read_object, render_chat, render_completion
@@ -111,18 +111,13 @@ async def _run(engine: Engine, call: Call) -> None:
 def openai_routes(state: AppState) -> list[Route]:
     cfg, engine = state.config, state.engine
 
-    def answered(handler: Handler) -> Handler:
+    def alive(handler: Handler) -> Handler:
         async def endpoint(request: Request) -> Response:
-            try:
-                if engine.dead:
-                    raise ApiError(500, ENGINE_DEAD, "InternalServerError")
-                return await handler(request)
-            except ValidationFailure as failure:
-                return error_response(cfg, failure.to_api_error())
-            except ApiError as err:
-                return error_response(cfg, err)
+            if engine.dead:
+                raise ApiError(500, ENGINE_DEAD, "InternalServerError")
+            return await handler(request)
 
-        return endpoint
+        return answered(cfg, endpoint)
 
     async def serve(request: Request, chat: bool) -> Response:
         body = await read_object(state, request)
@@ -150,8 +145,8 @@ def openai_routes(state: AppState) -> list[Route]:
         return await serve(request, chat=True)
 
     return [
-        Route("/v1/completions", answered(completions), methods=["POST"]),
-        Route("/v1/chat/completions", answered(chat_completions), methods=["POST"]),
+        Route("/v1/completions", alive(completions), methods=["POST"]),
+        Route("/v1/chat/completions", alive(chat_completions), methods=["POST"]),
     ]
 
 

@@ -19,7 +19,7 @@ from starlette.routing import Route
 from mock_server import coerce as c
 from mock_server.config import MockConfig
 from mock_server.errors import ApiError, ValidationFailure, bad_request, validation_item
-from mock_server.gating import error_response
+from mock_server.gating import answered
 from mock_server.generate import UNSUPPORTED_MEDIA
 from mock_server.jsonbody import parse_json
 from mock_server.request import check_salt, check_sampling, stop_list
@@ -288,17 +288,15 @@ async def read_object(state: AppState, request: Request) -> dict[str, Any]:
 def guard(cfg: MockConfig, handler: Handler) -> Handler:
     """The 403 of a server without the scale-out endpoints, and errors as vLLM answers them."""
 
+    inner = answered(cfg, handler)
+
     async def endpoint(request: Request) -> Response:
         if not cfg.scale_out:
             from mock_server.gating import disabled_response
 
             return disabled_response(cfg)
-        try:
-            return await handler(request)
-        except ValidationFailure as failure:
-            return error_response(cfg, failure.to_api_error())
-        except ApiError as err:
-            return error_response(cfg, err)
+        response: Response = await inner(request)
+        return response
 
     return endpoint
 

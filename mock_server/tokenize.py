@@ -20,7 +20,7 @@ from starlette.routing import Route
 from mock_server import coerce as c
 from mock_server.config import MockConfig
 from mock_server.errors import ApiError, ValidationFailure, bad_request, validation_item
-from mock_server.gating import error_response
+from mock_server.gating import answered
 from mock_server.render import NO_TOKENIZER, chat_template, read_object
 from mock_server.state import AppState
 from mock_server.tokenizer import Tokenizer
@@ -110,17 +110,6 @@ def _token_list(body: dict[str, Any]) -> list[int]:
 def tokenize_routes(state: AppState) -> list[Route]:
     cfg, tok = state.config, state.engine.tokenizer
 
-    def answered(handler: Handler) -> Handler:
-        async def endpoint(request: Request) -> Response:
-            try:
-                return await handler(request)
-            except ValidationFailure as failure:
-                return error_response(cfg, failure.to_api_error())
-            except ApiError as err:
-                return error_response(cfg, err)
-
-        return endpoint
-
     async def tokenize(request: Request) -> Response:
         body = await read_object(state, request)
         ids, strs = _tokenize_ids(body, tok)
@@ -147,6 +136,6 @@ def tokenize_routes(state: AppState) -> list[Route]:
         return JSONResponse({"prompt": tok.decode(known, skip_special_tokens=False)})
 
     return [
-        Route("/tokenize", answered(tokenize), methods=["POST"]),
-        Route("/detokenize", answered(detokenize), methods=["POST"]),
+        Route("/tokenize", answered(cfg, tokenize), methods=["POST"]),
+        Route("/detokenize", answered(cfg, detokenize), methods=["POST"]),
     ]
