@@ -19,6 +19,10 @@ from typing import Any
 from conformance.diff.answer import sse_events
 
 FIXTURES = Path(__file__).parent / "fixtures" / "vllm-0.32"
+ISSUE11 = Path(__file__).parent / "fixtures" / "vllm-0.32-issue11"
+TINY_ARGV = ["--enable-scale-out", "--max-model-len", "512", "--max-num-seqs", "4"]
+TINY_ARGV += ["--mock-vocab-size", "2048", "--served-model-name", "tiny-qwen3"]
+"""The mock started as the real server of `ISSUE11` was (the tiny model, its limits)."""
 GENERATE = "/inference/v1/generate"
 SSE = "text/event-stream"
 
@@ -59,6 +63,15 @@ class Exchange:
             if key.lower() == "content-type":
                 return value.split(";")[0].strip().lower()
         return None
+
+
+def capture(name: str) -> dict[str, Any]:
+    """One recorded exchange as stored, from either captures folder."""
+    for folder in (FIXTURES, ISSUE11):
+        path = folder / f"{name}.json"
+        if path.exists():
+            return dict(json.loads(path.read_text(encoding="utf-8")))
+    raise FileNotFoundError(name)
 
 
 def parse_sse(raw: bytes) -> list[dict[str, Any]]:

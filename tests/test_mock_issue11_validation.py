@@ -9,26 +9,20 @@ import base64
 import io
 import json
 import struct
-from pathlib import Path
 from typing import Any
 
 import pytest
+from captures import TINY_ARGV, capture
 
 from mock_server.testing import asgi_client
 
 pytestmark = pytest.mark.anyio
-LIVE = Path(__file__).parent / "fixtures" / "vllm-0.32-issue11"
-ARGV = ["--enable-scale-out", "--max-model-len", "512", "--max-num-seqs", "4"]
-ARGV += ["--mock-vocab-size", "2048", "--served-model-name", "tiny-qwen3"]
+ARGV = TINY_ARGV
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def capture(name: str) -> dict[str, Any]:
-    return dict(json.loads((LIVE / f"{name}.json").read_text(encoding="utf-8")))
 
 
 async def replay(name: str, argv: list[str] = ARGV) -> tuple[dict[str, Any], Any]:

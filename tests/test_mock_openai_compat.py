@@ -6,17 +6,16 @@ same tokens as render -> generate for the same templated prompt and seed (vLLM's
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from captures import capture
 from test_mock_tokenize import same_shape
 
 from mock_server.testing import asgi_client, running_server
 
 pytestmark = pytest.mark.anyio
-FIXTURES = Path(__file__).parent / "fixtures"
 COMMON = ["--max-model-len", "512", "--max-num-seqs", "4", "--mock-vocab-size", "2048"]
 COMMON += ["--served-model-name", "tiny-qwen3"]
 PROFILES = {
@@ -31,14 +30,6 @@ HI = [{"role": "user", "content": "hi"}]
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def capture(name: str) -> dict[str, Any]:
-    for folder in ("vllm-0.32", "vllm-0.32-issue11"):
-        path = FIXTURES / folder / f"{name}.json"
-        if path.exists():
-            return dict(json.loads(path.read_text(encoding="utf-8")))
-    raise FileNotFoundError(name)
 
 
 def events(text: str) -> list[Any]:

@@ -3,31 +3,20 @@ with vLLM 0.32's shapes and errors, and consistent with render, generate and der
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from captures import TINY_ARGV, capture
 
 from mock_server.testing import asgi_client
 
 pytestmark = pytest.mark.anyio
-FIXTURES = Path(__file__).parent / "fixtures"
-ARGV = ["--enable-scale-out", "--max-model-len", "512", "--max-num-seqs", "4"]
-ARGV += ["--mock-vocab-size", "2048", "--served-model-name", "tiny-qwen3"]
+ARGV = TINY_ARGV
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def capture(name: str) -> dict[str, Any]:
-    for folder in ("vllm-0.32", "vllm-0.32-issue11"):
-        path = FIXTURES / folder / f"{name}.json"
-        if path.exists():
-            return dict(json.loads(path.read_text(encoding="utf-8")))
-    raise FileNotFoundError(name)
 
 
 async def replay(name: str, argv: list[str] = ARGV) -> tuple[Any, Any]:
