@@ -7,6 +7,7 @@ schemathesis reports as a custom failure with the case's curl line.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import openapi
@@ -94,24 +95,23 @@ def _events(response: Any) -> list[str]:
     return sse_data(response.content)
 
 
-def stream_well_framed(ctx: Any, response: Any, case: Any) -> None:
-    """A stream is `data:` events split by blank lines, ending `data: [DONE]` (STREAM-001/002)."""
+def _judge_stream(response: Any, case: Any, problem_of: Callable[[bytes], str]) -> None:
+    """Judge a 200 stream of generate by `problem_of` its bytes; anything else is not ours."""
     if case.path != GENERATE or response.status_code != 200 or not _is_stream(response):
-        return None
-    problem = framing_problem(response.content)
+        return
+    problem = problem_of(response.content)
     if problem:
         raise AssertionError(problem)
-    return None
+
+
+def stream_well_framed(ctx: Any, response: Any, case: Any) -> None:
+    """A stream is `data:` events split by blank lines, ending `data: [DONE]` (STREAM-001/002)."""
+    _judge_stream(response, case, framing_problem)
 
 
 def stream_chunks_valid(ctx: Any, response: Any, case: Any) -> None:
     """Each event of a stream is valid against the spec (SCHEMA-STREAM-001), framing aside."""
-    if case.path != GENERATE or response.status_code != 200 or not _is_stream(response):
-        return None
-    problem = chunk_problem(response.content)
-    if problem:
-        raise AssertionError(problem)
-    return None
+    _judge_stream(response, case, chunk_problem)
 
 
 def framing_problem(content: bytes) -> str:
