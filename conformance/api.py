@@ -211,6 +211,17 @@ class Streamed:
         return [c for c in self.chunks if c.get("choices") == [] and c.get("usage")]
 
 
+def chunk_of(data: str, what: str) -> dict[str, Any]:
+    """One stream event's JSON object (not [DONE]); anything else is the server breaking SSE."""
+    try:
+        chunk = json.loads(data)
+    except ValueError:
+        raise ServerBroke(f"{what} is neither [DONE] nor JSON: {data[:200]!r}") from None
+    if not isinstance(chunk, dict):
+        raise ServerBroke(f"{what} is not a JSON object: {data[:200]!r}")
+    return chunk
+
+
 def read_stream(
     stream: Stream, stop_after_tokens: int | None = None, s: Session | None = None
 ) -> Streamed:
@@ -228,14 +239,7 @@ def read_stream(
         if data == "[DONE]":
             done = True
             continue
-        try:
-            chunk = json.loads(data)
-        except ValueError:
-            raise ServerBroke(f"stream event is neither [DONE] nor JSON: {data[:200]!r}") from None
-        if not isinstance(chunk, dict):
-            raise ServerBroke(
-                f"stream event #{len(chunks) + 1} is not a JSON object: {data[:200]!r}"
-            )
+        chunk = chunk_of(data, f"stream event #{len(chunks) + 1}")
         if s is not None:
             s.observe("GenerateStreamPayload", f"stream event #{len(chunks) + 1}", chunk)
         chunks.append(chunk)

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from .api import GENERATE, PROMPT, body
-from .http import Reply, ServerBroke, sse_data
+from .api import GENERATE, PROMPT, body, chunk_of
+from .http import Reply, sse_data
 from .session import Session
 
 TARGET_S = 1.0  # how long a request should run, so an action lands inside it
@@ -220,12 +220,7 @@ def _keep(line: Timeline, at: float, data: str, s: Session) -> bool:
         line.done = True
         line.ended_s = at
         return False
-    try:
-        chunk = json.loads(data)
-    except ValueError:
-        raise ServerBroke(f"stream event is neither [DONE] nor JSON: {data[:200]!r}") from None
-    if not isinstance(chunk, dict):
-        raise ServerBroke(f"stream event is not a JSON object: {data[:200]!r}")
+    chunk = chunk_of(data, "stream event")
     s.observe("GenerateStreamPayload", "in-flight stream event", chunk)
     line.chunks.append((at, chunk))
     if line.first_token_s is None and _token_count(chunk):
