@@ -92,8 +92,8 @@ class Session:
         claims = self.config.expect
         if self.features.generate == "broken":  # nothing can be detected; GEN-001 says why
             self.need_generate()
+        root = self.features.generating_claim(claims)
         for name in names:
-            root = self.features.generating_claim(claims)
             if name in detected and name == "disabled" and root is not None:
                 self._blocked(f"generate is gated although {root!r} was claimed", root, deciding)
             if name in detected:
