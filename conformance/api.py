@@ -60,8 +60,10 @@ def seeded(max_tokens: int = 12, **sampling: Any) -> dict[str, Any]:
 
 def _leaves(error: ValidationError) -> list[ValidationError]:
     """The specific causes of an error: for a oneOf/anyOf, those of the branch the body comes
-    closest to, i.e. misses by the fewest errors about the object itself (a missing key there
-    means another kind of body), then by the fewest errors, then the deepest."""
+    closest to. Closest means the fewest faults of the object's own form (a key it lacks, or a
+    key whose value has the wrong form: an old server's chunk that lacks one key is that kind of
+    chunk, not a usage chunk whose `choices` and `usage` are both wrong), then the fewest
+    errors, then the deepest."""
     if not error.context:
         return [error]
     here = len(error.absolute_path)
@@ -69,11 +71,19 @@ def _leaves(error: ValidationError) -> list[ValidationError]:
     for e in error.context:
         branches.setdefault(e.relative_schema_path[0], []).extend(_leaves(e))
 
+    def own_form(e: ValidationError) -> bool:
+        depth = len(e.absolute_path)
+        return depth <= here or (depth == here + 1 and e.validator in _FORM)
+
     def distance(leaves: list[ValidationError]) -> tuple[int, int, int]:
-        shallow = sum(len(e.absolute_path) <= here for e in leaves)
-        return shallow, len(leaves), -max(len(e.absolute_path) for e in leaves)
+        faults = sum(own_form(e) for e in leaves)
+        return faults, len(leaves), -max(len(e.absolute_path) for e in leaves)
 
     return min(branches.values(), key=distance)
+
+
+_FORM = frozenset({"type", "const", "enum", "minItems", "maxItems"})
+"""Validators that say a present key's value is of another form, not just another value."""
 
 
 def _deepest(error: ValidationError) -> ValidationError:

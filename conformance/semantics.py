@@ -55,8 +55,16 @@ def check_integer_ids(content: list[dict[str, Any]], where: str) -> None:
     for i, entry in enumerate(content):
         for j, item in enumerate([entry, *entry.get("top_logprobs", [])]):
             tid = item.get("token_id")
-            if not isinstance(tid, int) or isinstance(tid, bool):
-                fail(f"{where}: entry {i} item {j} token_id is {tid!r}, not an integer")
+            if isinstance(tid, int) and not isinstance(tid, bool):
+                continue
+            token = item.get("token")
+            if tid is None and isinstance(token, str) and token.startswith("token_id:"):
+                path = f"content[{i}]" + (f".top_logprobs[{j - 1}]" if j else "")
+                fail(
+                    f'{where}: logprobs use the legacy "token_id:N" form, no integer token_id: '
+                    f"{path}.token = {token!r}"
+                )
+            fail(f"{where}: entry {i} item {j} token_id is {tid!r}, not an integer")
 
 
 def token_id_of(item: Any) -> Any:

@@ -40,6 +40,8 @@ def finish_or_blocked(s: Session, choice: dict[str, Any]) -> Any:
 def test_stop_token_reason(tito: Session) -> None:
     _, _, token, choice = stop_token_case(tito)
     finish_or_blocked(tito, choice)
+    if choice.get("finish_reason") == "stop" and "stop_reason" not in choice:
+        fail(f"no stop_reason: stop_token_ids [{token}] matched, finish_reason 'stop' and no key")
     if choice.get("finish_reason") != "stop" or choice.get("stop_reason") != token:
         fail(
             f"stop_token_ids [{token}] matched: finish_reason {choice.get('finish_reason')!r}, "

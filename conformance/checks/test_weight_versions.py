@@ -28,10 +28,12 @@ def responses(s: Session) -> list[dict]:
 def test_final_output_carries_list(tito: Session) -> None:
     for data in responses(tito):
         for choice in choices_of(data):
-            if not isinstance(choice.get("weight_versions"), list):
+            if "weight_versions" not in choice:
+                fail(f"no weight_versions: choice {choice.get('index')} has no such key")
+            if not isinstance(choice["weight_versions"], list):
                 fail(
                     f"choice {choice.get('index')} has weight_versions "
-                    f"{choice.get('weight_versions')!r}"
+                    f"{choice['weight_versions']!r}, not a list"
                 )
 
 
