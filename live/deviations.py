@@ -99,7 +99,9 @@ def load(path: Path = DEFAULT_FILE) -> dict[str, list[Deviation]]:
                     _fuzz_match(entry.get("fuzz"), f"{path}: {version} {entry.get('id')}"),
                 )
             )
-        out[str(version)] = items
+        # `"0.30.0, 0.31.0":` lists entries two releases share (they behave alike)
+        for each in str(version).split(","):
+            out.setdefault(each.strip(), []).extend(items)
     return out
 
 

@@ -26,6 +26,16 @@ INTENDED_FILE = Path(__file__).with_name("intended_differences.yaml")
 
 # The tiny model's vocabulary, so the mock answers the same ids in and out of range.
 MOCK_KNOBS = ("--mock-itl-ms", "1", "--mock-vocab-size", "2048")
+MOCK_RELEASES = ("0.30", "0.31", "0.32")
+"""The releases `tito-mock --mock-vllm-version` plays; other versions are diffed against 0.32."""
+
+
+def release_of(version: str | None) -> str | None:
+    """`0.31.0` (or `0.31.0+cpu`) -> `0.31` when the mock plays it, else None."""
+    if not version:
+        return None
+    minor = ".".join(version.split("+", 1)[0].split(".")[:2])
+    return minor if minor in MOCK_RELEASES else None
 
 
 @dataclass(frozen=True)
@@ -38,14 +48,19 @@ class Intended:
     cases: tuple[str, ...] = ()
     profiles: tuple[str, ...] = ()  # () = every profile
     captures: tuple[str, ...] = ()
+    releases: tuple[str, ...] = ()  # () = every release the mock plays, else `0.31`, ...
 
     def covers(self, pattern: str) -> bool:
         if self.pattern.endswith(".*"):
             return pattern.startswith(self.pattern[:-1])
         return pattern == self.pattern
 
-    def applies(self, profile: str, case: str) -> bool:
-        return case in self.cases and (not self.profiles or profile in self.profiles)
+    def applies(self, profile: str, case: str, release: str | None = None) -> bool:
+        return (
+            case in self.cases
+            and (not self.profiles or profile in self.profiles)
+            and (not self.releases or (release or MOCK_RELEASES[-1]) in self.releases)
+        )
 
 
 def load_intended(path: Path = INTENDED_FILE) -> list[Intended]:
@@ -65,6 +80,7 @@ def load_intended(path: Path = INTENDED_FILE) -> list[Intended]:
                 cases=tuple(entry.get("cases") or ()),
                 profiles=() if profiles == "all" else tuple(profiles),
                 captures=tuple(entry.get("captures") or ()),
+                releases=tuple(str(r) for r in entry.get("releases") or ()),
             )
         )
     return out
@@ -94,13 +110,16 @@ class FidelityVerdict:
         return "\n".join(lines)
 
 
-def judge(report: dict[str, Any], intended: Sequence[Intended]) -> FidelityVerdict:
-    """Every difference must be listed for its profile and case; every applying entry must hit."""
+def judge(
+    report: dict[str, Any], intended: Sequence[Intended], release: str | None = None
+) -> FidelityVerdict:
+    """Every difference must be listed for its profile, case and release; every applying entry
+    must hit."""
     profile = str(report["profile"])
     verdict = FidelityVerdict(cases=len(report["cases"]))
     for case in report["cases"]:
         name = case["case"]
-        entries = [e for e in intended if e.applies(profile, name)]
+        entries = [e for e in intended if e.applies(profile, name, release)]
         hit: set[Intended] = set()
         for difference in case["differences"]:
             verdict.differences += 1
@@ -139,11 +158,15 @@ def diff_against_mock(
     out: Path,
     timeout_s: float = 900.0,
     intended: Sequence[Intended] | None = None,
+    vllm_version: str | None = None,
 ) -> DiffResult:
-    """`intended` defaults to the YAML list, or to none when `real` is itself the mock."""
+    """`intended` defaults to the YAML list, or to none when `real` is itself the mock.
+    `vllm_version` (what the real server says): the mock plays that release when it can."""
     if intended is None:
         intended = [] if _is_mock(real) else load_intended()
-    mock = Backend("mock", "tiny-qwen3", sys.executable, extra_args=MOCK_KNOBS)
+    release = release_of(vllm_version)
+    knobs = MOCK_KNOBS if release is None else (*MOCK_KNOBS, "--mock-vllm-version", release)
+    mock = Backend("mock", "tiny-qwen3", sys.executable, extra_args=knobs)
     port = free_port()
     path = out / f"diff-{profile.name}.txt"
     report_path = out / f"diff-{profile.name}.json"
@@ -177,7 +200,7 @@ def diff_against_mock(
     if done.returncode not in (0, 1) or not report_path.exists():
         path.write_text(text, encoding="utf-8")
         return DiffResult(profile.name, "error", done.returncode, path)
-    verdict = judge(json.loads(report_path.read_text(encoding="utf-8")), intended)
+    verdict = judge(json.loads(report_path.read_text(encoding="utf-8")), intended, release)
     path.write_text(f"{text}fidelity gate: {verdict.render()}\n", encoding="utf-8")
     if not verdict.ok:
         status = "different"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from conformance.reporting import json_report, terminal
@@ -67,7 +67,8 @@ def run_profile(
                     server.restart()
                 progress.update("mock-vs-real diff")
                 t1 = time.monotonic()
-                diffs.append(diff_against_mock(server, profile, out))
+                version = run.report.server.version
+                diffs.append(diff_against_mock(server, profile, out, vllm_version=version))
                 run.timings["diff_s"] = round(time.monotonic() - t1, 2)
             if fuzzing is not None:
                 if not server.alive:
@@ -111,7 +112,14 @@ class Fuzzing:
         return fuzz_server(server, profile, listed, version, self.out, self.budget, self.vocab)
 
 
-def run_all(backend: Backend, profiles: list[LiveProfile], args: argparse.Namespace) -> int:
+def run_all(
+    backend: Backend,
+    profiles: list[LiveProfile],
+    args: argparse.Namespace,
+    expect_version: str | None = None,
+) -> int:
+    """Every profile on `backend`, then the gate; `expect_version`: the release that must
+    answer (a release environment that starts another vLLM would be judged by the wrong list)."""
     install_signal_handlers()
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -147,7 +155,11 @@ def run_all(backend: Backend, profiles: list[LiveProfile], args: argparse.Namesp
             print(f"server died during {death.check} (exit {death.returncode}); {state}")
             print("  log tail:\n    " + death.log_tail[-2000:].replace("\n", "\n    "))
         listed = deviations.for_version(table, run.report.server.version)
-        verdicts.append(deviations.judge(run.report, listed))
+        verdict = deviations.judge(run.report, listed)
+        said = run.report.server.version
+        if expect_version is not None and said != expect_version and not verdict.harness_error:
+            verdict.harness_error = f"asked for vLLM {expect_version}, the server says {said}"
+        verdicts.append(verdict)
         print(f"   {profile.name}: {timings[profile.name]}", flush=True)
     gate = deviations.render(verdicts)
     if backend.standin:
@@ -168,3 +180,50 @@ def run_all(backend: Backend, profiles: list[LiveProfile], args: argparse.Namesp
         f"{'PASSED' if ok else 'FAILED'} in {timings['total_s']} s; artifacts in {out}"
     )
     return 0 if ok else 1
+
+
+def run_releases(args: argparse.Namespace, versions: list[str], profiles: list[LiveProfile]) -> int:
+    """Each release in its own environment, one after another; per release the whole live run
+    in OUT/vllm-V/, then the release matrix of all their reports in OUT/matrix.html and .md."""
+    from conformance.reporting.matrix_cli import run as render_matrix
+
+    from . import releases
+    from .cli import backend_from
+
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    root = args.venvs or releases.default_root()
+    t0 = time.monotonic()
+    timings: dict[str, object] = {}
+    try:
+        installed = [
+            releases.ensure(args.backend, v, root, out / f"install-{v}.log") for v in versions
+        ]
+        if args.backend == "cpu" and args.model is None:
+            args.model = releases.build_model(installed[0].python)
+            print(f"tiny model: {args.model}", flush=True)
+    except releases.ReleaseInstallError as exc:
+        print(f"tito-conformance live: {exc} (logs in {out})", flush=True)
+        return 1
+    timings["install_s"] = round(time.monotonic() - t0, 2)
+    codes: dict[str, int] = {}
+    for release in installed:
+        print(f"=== vLLM {release.version} ({release.venv})", flush=True)
+        backend = replace(backend_from(args), python=release.python, vllm=release.vllm)
+        sub = argparse.Namespace(**{**vars(args), "out": out / f"vllm-{release.version}"})
+        t1 = time.monotonic()
+        codes[release.version] = run_all(backend, profiles, sub, expect_version=release.version)
+        timings[release.version] = round(time.monotonic() - t1, 2)
+    reports = sorted(out.glob("vllm-*/report-*.json"))
+    if reports:
+        matrix = argparse.Namespace(
+            reports=reports, html=out / "matrix.html", markdown=out / "matrix.md"
+        )
+        render_matrix(matrix)
+    timings["total_s"] = round(time.monotonic() - t0, 2)
+    write_json(out / "timings.json", timings)
+    lines = [f"vLLM {v}: {'PASSED' if c == 0 else 'FAILED'}" for v, c in codes.items()]
+    gate = "\n".join(lines)
+    (out / "gate.txt").write_text(gate + "\n", encoding="utf-8")
+    print(f"== releases ({timings['total_s']} s):\n{gate}\nartifacts in {out}", flush=True)
+    return 0 if all(c == 0 for c in codes.values()) else 1

@@ -15,6 +15,8 @@ from pathlib import Path
 
 MARKER = "tito-conformance: vllm stand-in"
 """A line of the stand-in executable; a real `vllm` never has it."""
+RELEASE_ENV = "TITO_STANDIN_VLLM_VERSION"
+"""Set by an executable installed for one release: the mock plays that release."""
 
 
 def is_standin(vllm: str) -> bool:

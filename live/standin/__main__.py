@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
+from . import RELEASE_ENV
 from .flags import StandinUsage, to_mock_argv
 
 
@@ -16,6 +17,9 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
         mock_argv = [sys.executable, "-m", "mock_server", *to_mock_argv(args)]
+        release = os.environ.get(RELEASE_ENV)
+        if release:  # installed for one release (install_gpu.sh with VLLM_VERSION)
+            mock_argv += ["--mock-vllm-version", ".".join(release.split(".")[:2])]
     except StandinUsage as exc:
         print(f"vllm (tito-conformance stand-in): error: {exc}", file=sys.stderr)
         return 2

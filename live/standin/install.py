@@ -8,24 +8,30 @@ installing the kit: a kit install must not shadow a real `vllm`.
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from pathlib import Path
 
-from . import MARKER
+from . import MARKER, RELEASE_ENV
 
 SCRIPT = """#!/bin/sh
 # {marker}: `vllm serve MODEL [flags]` runs the mock with the same flags (live/standin).
-exec {python} -m live.standin "$@"
+{release}exec {python} -m live.standin "$@"
 """
 
 
-def write_executable(bindir: Path, python: str = sys.executable) -> Path:
-    """BINDIR/vllm, executable; replaces what was there (never a real vLLM: see the caller)."""
+def write_executable(
+    bindir: Path, python: str = sys.executable, release: str | None = None
+) -> Path:
+    """BINDIR/vllm, executable; replaces what was there (never a real vLLM: see the caller).
+    `release` (install_gpu.sh's VLLM_VERSION): the vLLM release the mock plays."""
     bindir.mkdir(parents=True, exist_ok=True)
     path = bindir / "vllm"
     path.unlink(missing_ok=True)
-    path.write_text(SCRIPT.format(marker=MARKER, python=shlex.quote(python)), encoding="utf-8")
+    pinned = f"{RELEASE_ENV}={shlex.quote(release)} " if release else ""
+    text = SCRIPT.format(marker=MARKER, python=shlex.quote(python), release=pinned)
+    path.write_text(text, encoding="utf-8")
     path.chmod(0o755)
     return path
 
@@ -35,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m live.standin.install BINDIR", file=sys.stderr)
         return 2
-    print(write_executable(Path(args[0])))
+    print(write_executable(Path(args[0]), release=os.environ.get("VLLM_VERSION") or None))
     return 0
 
 
