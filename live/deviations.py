@@ -17,7 +17,8 @@ import yaml
 from conformance.results import Report, Status
 
 DEFAULT_FILE = Path(__file__).with_name("known_deviations.yaml")
-KINDS = ("vllm-bug", "document-disagreement")
+KINDS = ("vllm-bug", "document-disagreement", "predates")
+"""`predates`: the release is older than this part of the document (no such field, route)."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ class Deviation:
     evidence: str
     profiles: tuple[str, ...] = ()
     fuzz: FuzzMatch | None = None
+    intermittent: bool = False
+    """A race: the entry may pass in a run without going stale (never hides other failures)."""
 
     def applies(self, profile: str | None) -> bool:
         return not self.profiles or profile in self.profiles
@@ -70,6 +73,7 @@ class Verdict:
     stale: list[str] = field(default_factory=list)
     expected: list[str] = field(default_factory=list)
     not_exercised: list[str] = field(default_factory=list)
+    intermittent: list[str] = field(default_factory=list)  # listed races that passed this time
     harness_error: str = ""
 
     @property
@@ -97,6 +101,7 @@ def load(path: Path = DEFAULT_FILE) -> dict[str, list[Deviation]]:
                     str(entry.get("evidence", "")).strip(),
                     tuple(entry.get("profiles") or ()),
                     _fuzz_match(entry.get("fuzz"), f"{path}: {version} {entry.get('id')}"),
+                    bool(entry.get("intermittent", False)),
                 )
             )
         # `"0.30.0, 0.31.0":` lists entries two releases share (they behave alike)
@@ -150,7 +155,9 @@ def for_version(table: dict[str, list[Deviation]], version: str | None) -> list[
 def judge(report: Report, listed: list[Deviation]) -> Verdict:
     profile = report.server.profile
     verdict = Verdict(profile, report.server.version, harness_error=report.harness_error)
-    wanted = {d.id for d in listed if d.applies(profile) and d.fuzz is None}
+    applying = [d for d in listed if d.applies(profile) and d.fuzz is None]
+    wanted = {d.id for d in applying}
+    races = {d.id for d in applying if d.intermittent}
     for result in report.requirements:
         rid = result.requirement.id
         failed = result.status in (Status.FAIL, Status.ERROR)
@@ -158,6 +165,8 @@ def judge(report: Report, listed: list[Deviation]) -> Verdict:
             verdict.unexpected[rid] = f"{result.status.value}: {result.reason}"[:600]
         elif failed:
             verdict.expected.append(rid)
+        elif rid in races:
+            verdict.intermittent.append(rid)
         elif rid in wanted and result.status is Status.PASS:
             verdict.stale.append(rid)
         elif rid in wanted:
@@ -187,6 +196,7 @@ def render(verdicts: list[Verdict]) -> str:
             ("UNLISTED FAILURE ", unexpected),
             ("STALE (listed but passes, remove it): ", v.stale),
             ("listed but not exercised here: ", v.not_exercised),
+            ("listed race, did not show this time: ", v.intermittent),
         ]
         heading = f"[{v.profile}] vLLM {v.version}: {state}"
         lines += verdict_lines(heading, sections, v.harness_error)

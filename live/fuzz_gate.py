@@ -135,6 +135,8 @@ def judge(
             target.append(name if rep.deviant else f"{name}: replay answered {rep.observed}")
         elif name in matched:
             verdict.expected.append(name)
+        elif entry.intermittent:
+            verdict.not_exercised.append(f"{name} (a race: not seen this time)")
         elif _exercised(entry, result):
             verdict.stale.append(f"{name}: the fuzzer exercised it and found nothing")
         else:

@@ -70,3 +70,27 @@ def test_bad_kind_is_refused(tmp_path: Path) -> None:
     path.write_text('versions:\n  "1.0":\n    - {id: ERR-007, kind: whatever}\n')
     with pytest.raises(ValueError, match="kind"):
         deviations.load(path)
+
+
+def test_a_listed_race_may_pass_without_going_stale() -> None:
+    """vLLM 0.30/0.31's streamed n > 1 race fails a run now and then: listed `intermittent`,
+    a pass is reported as such, never as stale, and other failures still fail the gate."""
+    race = Deviation("STREAM-004", "vllm-bug", "list index out of range", "runs", (), None, True)
+    verdict = deviations.judge(report("scale-out", {"STREAM-004": Status.PASS}), [race])
+    assert verdict.ok and verdict.intermittent == ["STREAM-004"] and not verdict.stale
+    assert "listed race, did not show this time: STREAM-004" in deviations.render([verdict])
+    verdict = deviations.judge(report("scale-out", {"STREAM-004": Status.FAIL}), [race])
+    assert verdict.ok and verdict.expected == ["STREAM-004"]
+    outcomes = {"STREAM-004": Status.PASS, "GEN-001": Status.FAIL}
+    assert not deviations.judge(report("scale-out", outcomes), [race]).ok
+
+
+def test_releases_that_behave_alike_share_entries(tmp_path: Path) -> None:
+    path = tmp_path / "d.yaml"
+    path.write_text(
+        'versions:\n  "0.30.0, 0.31.0":\n    - {id: WV-001, kind: predates}\n'
+        '  "0.31.0":\n    - {id: LOGP-001, kind: predates}\n'
+    )
+    table = deviations.load(path)
+    assert [d.id for d in deviations.for_version(table, "0.30.0")] == ["WV-001"]
+    assert [d.id for d in deviations.for_version(table, "0.31.0")] == ["WV-001", "LOGP-001"]
