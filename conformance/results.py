@@ -112,9 +112,10 @@ class Report:
     def differences(self) -> list[Difference]:
         """What this server does differently from the document: one line per failing
         requirement (MUST first), with one piece of field-level evidence. A check judges only
-        its own fields, so this is the list of things to fix, not their symptoms."""
+        its own fields, so this is the list of things to fix, not their symptoms. The whole-body
+        schema requirements come last: their leaves mostly restate the named fields above."""
         failing = [r for r in self.requirements if r.status is Status.FAIL]
-        failing.sort(key=lambda r: r.is_warning)
+        failing.sort(key=lambda r: (r.is_warning, r.requirement.id.startswith("SCHEMA-")))
         return [
             Difference(r.requirement.id, r.requirement.level.value, r.requirement.title, _gist(r))
             for r in failing

@@ -161,6 +161,7 @@ def test_differences_name_each_failing_requirement_once() -> None:
         "2026-12-03T00:00:00+00:00",
         1.0,
         [
+            result("SCHEMA-GEN-001", Status.FAIL, "1 of 1 bodies: at /choices/0: 'x' is missing"),
             result("ERR-003", Status.FAIL, "invalid generate: expected HTTP 400, got 422\nmore"),
             result("LOGP-001", Status.FAIL, "choice 0: entry 0 item 0 token_id is None"),
             result("GEN-001", Status.PASS),
@@ -170,5 +171,6 @@ def test_differences_name_each_failing_requirement_once() -> None:
     found = [(d.requirement, d.level, d.evidence) for d in report.differences()]
     assert found == [
         ("LOGP-001", "MUST", "choice 0: entry 0 item 0 token_id is None"),
+        ("SCHEMA-GEN-001", "MUST", "1 of 1 bodies: at /choices/0: 'x' is missing"),
         ("ERR-003", "SHOULD", "invalid generate: expected HTTP 400, got 422"),
-    ]
+    ]  # MUST first, the whole-body schema requirements after the named fields
