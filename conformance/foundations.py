@@ -168,7 +168,15 @@ def _gated(s: Session) -> str | None:
     return None if reply.status == 403 else f"generate answered {reply.status}, not 403"
 
 
+def _abort_route(s: Session) -> str | None:
+    """Where only the legacy route exists (vLLM 0.30/0.31 --tokens-only), the abort checks
+    would each fail on the same 404: ABORT-001 owns it."""
+    reply = s.client.post(api.ABORT, {"request_ids": []})
+    return f"POST {api.ABORT} answered {reply.status}" if reply.status in (404, 405) else None
+
+
 FOUNDATIONS: dict[str, Probe] = {
+    "ABORT-001": _abort_route,
     "DISABLED-001": _gated,
     "AUTH-001": _key_demanded,
     "LOGP-002": _logprob_count,

@@ -69,7 +69,7 @@ def test_abort_registered(tito: Session) -> None:
         fail(f"generate is served but POST {api.ABORT} answered {reply.status}")
 
 
-@checks("ABORT-002", needs=("abort",), builds_on=("STREAM-001",))
+@checks("ABORT-002", needs=("abort",), builds_on=("ABORT-001", "STREAM-001"))
 def test_abort_stream(tito: Session) -> None:
     line, outcome = stream_case(tito)
     judge_abort_landed(line, outcome, "the aborted stream")
@@ -86,14 +86,14 @@ def aborted_choice(s: Session) -> dict[str, Any]:
     return last
 
 
-@checks("STOP-005", needs=("abort",), builds_on=("STREAM-001",))
+@checks("STOP-005", needs=("abort",), builds_on=("ABORT-001", "STREAM-001"))
 def test_abort_stop_reason_null(tito: Session) -> None:
     last = aborted_choice(tito)
     if last.get("stop_reason") is not None:
         fail(f"an aborted choice has stop_reason {last.get('stop_reason')!r}, expected null")
 
 
-@checks("WV-003", needs=("abort",), builds_on=("STREAM-001",))
+@checks("WV-003", needs=("abort",), builds_on=("ABORT-001", "STREAM-001"))
 def test_abort_chunk_weight_versions(tito: Session) -> None:
     spans = aborted_choice(tito).get("weight_versions")
     if not isinstance(spans, list):
@@ -101,7 +101,7 @@ def test_abort_chunk_weight_versions(tito: Session) -> None:
         fail(f"the last chunk after an abort has weight_versions {spans!r}")
 
 
-@checks("WV-004", needs=("abort",), builds_on=("STREAM-001", "STREAM-003", "WV-003"))
+@checks("WV-004", needs=("abort",), builds_on=("ABORT-001", "STREAM-001", "STREAM-003", "WV-003"))
 def test_abort_chunk_spans_cover_output(tito: Session) -> None:
     spans = aborted_choice(tito).get("weight_versions")
     if not isinstance(spans, list):
@@ -136,7 +136,7 @@ def aborted_whole(
     return s.remember(f"abort-whole-{shares}", make)
 
 
-@checks("ABORT-003", needs=("abort",))
+@checks("ABORT-003", needs=("abort",), builds_on=("ABORT-001",))
 def test_abort_non_streamed(tito: Session) -> None:
     line, outcome = aborted_whole(tito)
     if outcome is Outcome.CUT and not any(
@@ -146,7 +146,7 @@ def test_abort_non_streamed(tito: Session) -> None:
     judge_abort_landed(line, outcome, "the aborted non-streamed request")
 
 
-@checks("ABORT-004", needs=("abort",))
+@checks("ABORT-004", needs=("abort",), builds_on=("ABORT-001",))
 def test_abort_keeps_partial_output(tito: Session) -> None:
     surely = 2 * (tito.limits.ttft_s or 0.0) + 4 * (tito.limits.itl_s or 0.0) + 0.05
     for shares in ((0.25, 0.1, 0.0), (0.5, 0.25)):  # later when the first came before a token
@@ -165,12 +165,12 @@ def test_abort_keeps_partial_output(tito: Session) -> None:
     )
 
 
-@checks("ABORT-005", needs=("abort",))
+@checks("ABORT-005", needs=("abort",), builds_on=("ABORT-001",))
 def test_abort_missing_ids(tito: Session) -> None:
     api.rejected(tito, {}, path=api.ABORT, what="abort without request_ids")
 
 
-@checks("ABORT-006", needs=("abort",))
+@checks("ABORT-006", needs=("abort",), builds_on=("ABORT-001",))
 def test_abort_empty_200(tito: Session) -> None:
     reply = tito.client.post(api.ABORT, {"request_ids": [f"generate-tokens-{tito.rid('none')}"]})
     api.status_is(reply, 200, "abort of an unknown id")

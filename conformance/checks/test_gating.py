@@ -66,7 +66,9 @@ def test_tokens_only_refuses_stop(tito: Session) -> None:
 @checks("TOKONLY-005", needs=("tokens-only",))
 def test_tokens_only_stop_token_ids(tito: Session) -> None:
     _, _, token, choice = stop_token_case(tito)
-    if choice.get("finish_reason") != "stop" or choice.get("stop_reason") != token:
+    # Only the stop itself: which stop_reason names it is STOP-001's, which runs here too (a
+    # release without stop_reason fails that one requirement, not this one as well).
+    if choice.get("finish_reason") != "stop":
         fail(
             f"stop_token_ids [{token}] on tokens-only: finish_reason "
             f"{choice.get('finish_reason')!r}, stop_reason {choice.get('stop_reason')!r}"
