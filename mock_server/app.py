@@ -26,7 +26,7 @@ from mock_server.render_apis import render_api_routes
 from mock_server.state import AppState
 from mock_server.tokenize import tokenize_routes
 
-VERSION = "0.32.0"
+VERSION = "0.32.0"  # the newest release; --mock-vllm-version picks another (`releases`)
 
 
 def _permission(now: int) -> dict[str, Any]:
@@ -64,7 +64,7 @@ def create_app(config: MockConfig) -> Starlette:
         return JSONResponse(state.engine.stats())
 
     async def version(request: Request) -> JSONResponse:
-        return JSONResponse({"version": VERSION})
+        return JSONResponse({"version": config.release.version})
 
     async def models(request: Request) -> JSONResponse:
         now = int(time.time())
@@ -88,12 +88,21 @@ def create_app(config: MockConfig) -> Starlette:
         Route("/mock/stats", stats, methods=["GET"]),
         Route("/version", version, methods=["GET"]),
         Route("/v1/models", models, methods=["GET"]),
-        Route("/inference/v1/generate", GenerateEndpoint(state), methods=["POST"]),
     ]
-    if not config.has_defect("abort-route-missing"):
-        routes.append(Route("/inference/v1/abort_requests", AbortEndpoint(state), methods=["POST"]))
+    scale_out: list[Route] = [
+        Route("/inference/v1/generate", GenerateEndpoint(state), methods=["POST"])
+    ]
+    abort = Route("/inference/v1/abort_requests", AbortEndpoint(state), methods=["POST"])
+    if not config.release.abort_route:  # 0.30, 0.31: the route does not exist (404)
+        state.unrouted.append(abort.path)
+    elif not config.has_defect("abort-route-missing"):
+        scale_out.append(abort)
     if not config.has_defect("render-missing"):
-        routes += render_routes(state) + render_api_routes(state) + derender_routes(state)
+        scale_out += render_routes(state) + render_api_routes(state) + derender_routes(state)
+    if config.scale_out or config.release.gated:
+        routes += scale_out
+    else:  # 0.30, 0.31 without the flags: not registered, Starlette's 404 whatever the body
+        state.unrouted += [r.path for r in scale_out]
     routes += tokenize_routes(state) + openai_routes(state)
     if config.dev_mode:
         update, finish, info = dev_endpoints(state)

@@ -7,10 +7,6 @@ from mock_server.config import MockConfig
 from mock_server.errors import ApiError, bad_request
 from mock_server.request import GenerateRequest
 
-TOKENS_ONLY_STOP = (
-    "stop strings are not supported on a --tokens-only server because detokenization is "
-    "disabled. Check stop strings on the coordinator, or use stop_token_ids."
-)
 TEXT_NEEDS_TOKENIZER = (
     "output_mode='text' requires a tokenizer, but this server does not load one (--tokens-only "
     "or --skip-tokenizer-init). Send the request to a server that loads a tokenizer, or use "
@@ -37,7 +33,7 @@ def serving_checks(req: GenerateRequest, cfg: MockConfig) -> None:
     if req.stream and req.sampling.prompt_logprob_token_ids is not None:
         raise bad_request("prompt_logprob_token_ids are not available when stream=true.")
     if cfg.tokens_only and req.sampling.stop and not cfg.has_defect("tokens-only-stop-accepted"):
-        raise bad_request(TOKENS_ONLY_STOP)
+        raise cfg.release.stop_error()
     if (
         cfg.tokens_only
         and req.sampling.detokenize_sent

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from mock_server.defects import DEFECTS, catalogue_text
+from mock_server.releases import LATEST, RELEASES, Release, release_of
 
 DEFAULT_VOCAB = 151936
 MIN_VOCAB = 512
@@ -38,6 +39,11 @@ class MockConfig:
     mock_logprobs_format: str = "integer"
     mock_max_body_bytes: int = DEFAULT_MAX_BODY
     defects: frozenset[str] = field(default_factory=frozenset)
+    release: Release = LATEST  # --mock-vllm-version: the vLLM release whose wire it speaks
+
+    def __post_init__(self) -> None:
+        if self.release.logprobs_format == "legacy":  # the release knows no other shape
+            object.__setattr__(self, "mock_logprobs_format", "legacy")
 
     def has_defect(self, name: str) -> bool:
         if name not in DEFECTS:  # a typo in the code must not silently disable a defect
@@ -86,7 +92,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--mock-ttft-ms", type=float, default=0.0)
     p.add_argument("--mock-itl-ms", type=float, default=0.0)
     p.add_argument("--mock-vocab-size", type=int, default=DEFAULT_VOCAB)
-    p.add_argument("--mock-logprobs-format", choices=("integer", "legacy"), default="integer")
+    p.add_argument("--mock-logprobs-format", choices=("integer", "legacy"), default=None)
+    p.add_argument(
+        "--mock-vllm-version",
+        default=LATEST.short,
+        metavar="{" + ",".join(RELEASES) + "}",
+        help="answer as this vLLM release does (routes, keys, logprob shape); also 0.30.0 etc.",
+    )
     p.add_argument("--mock-max-body-bytes", type=int, default=DEFAULT_MAX_BODY)
     p.add_argument("--mock-defect", action="append", default=[], metavar="NAME")
     return p
@@ -107,6 +119,13 @@ def parse_args(
     unknown = [d for d in ns.mock_defect if d not in DEFECTS]
     if unknown:
         parser.error(f"unknown --mock-defect {', '.join(unknown)} (see --mock-defect list)")
+    try:
+        release = release_of(ns.mock_vllm_version)
+    except KeyError:
+        parser.error(f"--mock-vllm-version must be one of {', '.join(RELEASES)}")
+    logprobs_format = ns.mock_logprobs_format or release.logprobs_format
+    if release.logprobs_format == "legacy" and logprobs_format != "legacy":
+        parser.error(f"vLLM {release.version} only sends legacy logprobs (--mock-logprobs-format)")
     if ns.mock_vocab_size < MIN_VOCAB:
         parser.error(f"--mock-vocab-size must be at least {MIN_VOCAB}")
     for flag, value in (
@@ -140,7 +159,8 @@ def parse_args(
         mock_ttft_ms=ns.mock_ttft_ms,
         mock_itl_ms=ns.mock_itl_ms,
         mock_vocab_size=ns.mock_vocab_size,
-        mock_logprobs_format=ns.mock_logprobs_format,
+        mock_logprobs_format=logprobs_format,
         mock_max_body_bytes=ns.mock_max_body_bytes,
         defects=frozenset(ns.mock_defect),
+        release=release,
     )

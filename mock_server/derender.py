@@ -138,7 +138,8 @@ def derender_routes(state: AppState) -> list[Route]:
             raise bad_request(NO_TOKENIZER)
 
     async def read(request: Request, kind: str) -> dict[str, Any]:
-        body = validate(await read_object(state, request), kind, accept_text)
+        raw = cfg.release.derender_input(await read_object(state, request))
+        body = validate(raw, kind, accept_text)
         check_model(cfg, body.get("model"))
         return body
 

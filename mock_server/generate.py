@@ -76,6 +76,7 @@ class GenerateEndpoint:
             if cfg.has_defect("invalid-json-500"):
                 raise ApiError(500, "Internal Server Error", "InternalServerError") from None
             raise
+        body = cfg.release.known(body)  # an older release ignores the fields it lacks
         try:
             return parse_generate(body, cfg)
         except ValidationFailure as failure:

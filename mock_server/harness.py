@@ -27,13 +27,15 @@ DEFAULT_FLAGS = ("--enable-scale-out",)
 
 @dataclass(frozen=True)
 class MockSettings:
-    """How one mock is started: `tito-mock` flags, defects by name, latency, environment."""
+    """How one mock is started: `tito-mock` flags, defects by name, latency, environment, and
+    the vLLM release it answers as (`vllm_version`: "0.30", "0.31" or "0.32", the default)."""
 
     flags: tuple[str, ...] = ()
     defects: tuple[str, ...] = ()
     ttft_ms: float | None = None
     itl_ms: float | None = None
     env: tuple[tuple[str, str], ...] = ()
+    vllm_version: str | None = None
 
     @classmethod
     def of(
@@ -43,10 +45,10 @@ class MockSettings:
         ttft_ms: float | None = None,
         itl_ms: float | None = None,
         env: Mapping[str, str] | None = None,
+        vllm_version: str | None = None,
     ) -> MockSettings:
-        return cls(
-            tuple(flags), tuple(defects), ttft_ms, itl_ms, tuple(sorted((env or {}).items()))
-        )
+        env_items = tuple(sorted((env or {}).items()))
+        return cls(tuple(flags), tuple(defects), ttft_ms, itl_ms, env_items, vllm_version)
 
     def argv(self) -> list[str]:
         argv = [*DEFAULT_FLAGS, *self.flags]
@@ -56,6 +58,8 @@ class MockSettings:
             argv += ["--mock-ttft-ms", str(self.ttft_ms)]
         if self.itl_ms is not None:
             argv += ["--mock-itl-ms", str(self.itl_ms)]
+        if self.vllm_version is not None:
+            argv += ["--mock-vllm-version", self.vllm_version]
         return argv
 
     def config(self) -> MockConfig:

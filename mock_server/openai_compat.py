@@ -51,9 +51,9 @@ class Call:
     jobs: list[Job] = field(default_factory=list)
 
 
-def fingerprint(model: str) -> str:
+def fingerprint(model: str, version: str = "0.32.0") -> str:
     """vLLM's `vllm-<version>-<8 hex>`, fixed per served model here."""
-    return "vllm-0.32.0-" + hashlib.sha256(model.encode()).hexdigest()[:8]
+    return f"vllm-{version}-" + hashlib.sha256(model.encode()).hexdigest()[:8]
 
 
 def _prepare(
@@ -127,7 +127,8 @@ def openai_routes(state: AppState) -> list[Route]:
         rendered = [render_chat(cfg, tok, body)] if chat else render_completion(cfg, tok, body)
         call = _prepare(state, rendered, body, chat)
         engine.received += 1
-        answer = Answer(tok, call.rid, call.model, fingerprint(call.model), call.logprobs)
+        mark = fingerprint(call.model, cfg.release.version)
+        answer = Answer(tok, call.rid, call.model, mark, call.logprobs)
         if call.requests and call.requests[0].stream:
             jobs = _jobs(engine, call)
             chunks = chat_chunks if chat else completion_chunks

@@ -5,7 +5,7 @@ imports nothing beyond pytest and starts nothing until a test asks for a fixture
 
 - `tito_mock`: a `TitoMock` (base URL on a loopback port, `stats()`, `reset()`), configured by
   `@pytest.mark.tito_mock(flags=[...], defects=[...], ttft_ms=..., itl_ms=..., env={...},
-  scope="function"|"module"|"session")`;
+  vllm_version="0.30"|"0.31"|"0.32", scope="function"|"module"|"session")`;
 - `tito_mock_factory(...)`: the same arguments, for a test that wants several mocks;
 - `tito_transport` / `tito_async_transport`: streaming in-process httpx transports to `tito_mock`;
 - `tito_respx`: respx's `respx_mock` router with the TITO paths of `http://tito.mock` answered
@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 SCOPES = ("function", "module", "session")
 MARKER = (
-    "tito_mock(flags=(), defects=(), ttft_ms=None, itl_ms=None, env=None, scope='function'): "
+    "tito_mock(flags=(), defects=(), ttft_ms=None, itl_ms=None, env=None, vllm_version=None, "
+    "scope='function'): "
     "how the tito_mock fixture starts the TITO mock for this test"
 )
 
@@ -58,7 +59,8 @@ def _owner(request: pytest.FixtureRequest, scope: str) -> pytest.Item | pytest.C
 
 @pytest.fixture
 def tito_mock_factory(request: pytest.FixtureRequest) -> Iterator[Callable[..., TitoMock]]:
-    """Start a mock: `tito_mock_factory(flags=[...], defects=[...], ttft_ms=..., itl_ms=...)`."""
+    """Start a mock: `tito_mock_factory(flags=[...], defects=[...], ttft_ms=..., itl_ms=...,
+    vllm_version="0.31")`."""
     from mock_server.harness import MockSettings, TitoMock
 
     own: list[TitoMock] = []

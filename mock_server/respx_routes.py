@@ -26,9 +26,12 @@ MOCK_PATHS = ("/mock/stats",)
 
 def tito_paths(mock: TitoMock) -> list[str]:
     """The paths of the OpenAPI document (and the mock's stats) this mock's flags serve; the
-    OpenAI-compatible routes the mock also answers stay the router's, like any other path."""
+    OpenAI-compatible routes the mock also answers stay the router's, like any other path.
+    An older release's missing routes (`--mock-vllm-version`) are the mock's too: it answers
+    them 404, as that release does."""
     wanted = {*load_spec()["paths"], *MOCK_PATHS}
-    return [r.path for r in mock.app.routes if isinstance(r, Route) and r.path in wanted]
+    served = [r.path for r in mock.app.routes if isinstance(r, Route) and r.path in wanted]
+    return served + [p for p in mock.app.state.mock.unrouted if p in wanted]
 
 
 def add_routes(router: Any, mock: TitoMock, base_url: str = DEFAULT_BASE_URL) -> list[Any]:

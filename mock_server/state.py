@@ -14,6 +14,7 @@ class AppState:
     config: MockConfig
     engine: Engine
     on_fatal: list[Callable[[], None]] = field(default_factory=list)
+    unrouted: list[str] = field(default_factory=list)  # the release's missing routes (404)
 
     def die(self) -> None:
         """Mirror real vLLM's crash (the oov-token-500 defect): stop serving."""

@@ -4,7 +4,7 @@ Importing the package registers every transformer; the mock calls the `apply*` f
 one place per kind of answer.
 """
 
-from mock_server.transforms import answers, statuses, streams
+from mock_server.transforms import answers, releases, statuses, streams
 from mock_server.transforms.registry import (
     Context,
     active,
@@ -24,6 +24,7 @@ __all__ = [
     "apply_status",
     "apply_wire",
     "registered",
+    "releases",
     "statuses",
     "streams",
 ]

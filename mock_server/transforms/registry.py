@@ -4,6 +4,10 @@ The correct path builds vLLM's answer and never asks which defect is on; each de
 only changes what is sent is one small function registered here under its catalogue name and
 the kinds of answer it rewrites. The active transformers are looked up once per defect set, so
 the correct mock pays one empty loop per answer.
+
+An older vLLM release (`--mock-vllm-version`, `mock_server.releases`) registers its rewrites
+here too, under the names its `Release.rewrites` lists: they run after the defects, so a
+defect is applied to 0.32's shape and the release then reshapes the result. 0.32 has none.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mock_server.defects import DEFECTS
+from mock_server.releases import REWRITES
 
 if TYPE_CHECKING:
     from mock_server.config import MockConfig
@@ -36,6 +41,7 @@ KINDS = (
     "unauthorized",  # the API-key middleware's 401:  (status, body) -> (status, body)
 )
 _REGISTRY: dict[str, dict[str, Callable[..., Any]]] = {kind: {} for kind in KINDS}
+_RELEASE: dict[str, dict[str, Callable[..., Any]]] = {kind: {} for kind in KINDS}
 _ORDER = {name: i for i, name in enumerate(DEFECTS)}
 
 
@@ -66,22 +72,39 @@ def transformer(name: str, *kinds: str) -> Callable[[F], F]:
     return register
 
 
+def release_transformer(name: str, *kinds: str) -> Callable[[F], F]:
+    """Register `fn` as the release rewrite `name` (a name some `Release.rewrites` lists)."""
+    if name not in REWRITES:
+        raise KeyError(name)
+
+    def register(fn: F) -> F:
+        for kind in kinds:
+            _RELEASE[kind][name] = fn
+        return fn
+
+    return register
+
+
 def registered(kind: str) -> Iterable[str]:
     """The defect names with a transformer of `kind` (tests read it)."""
     return tuple(_REGISTRY[kind])
 
 
 @lru_cache(maxsize=64)
-def _active(defects: frozenset[str], kind: str) -> tuple[Callable[..., Any], ...]:
-    table = _REGISTRY[kind]
-    return tuple(table[name] for name in sorted(defects & table.keys(), key=_ORDER.__getitem__))
+def _active(
+    defects: frozenset[str], rewrites: tuple[str, ...], kind: str
+) -> tuple[Callable[..., Any], ...]:
+    table, release = _REGISTRY[kind], _RELEASE[kind]
+    chosen = sorted(defects & table.keys(), key=_ORDER.__getitem__)
+    return (*(table[name] for name in chosen), *(release[n] for n in rewrites if n in release))
 
 
 def active(cfg: MockConfig, kind: str) -> tuple[Callable[..., Any], ...]:
-    """The transformers of `kind` the configured defects turn on, in catalogue order."""
-    if not cfg.defects:
+    """The transformers of `kind` the configured defects turn on, in catalogue order, then
+    the configured release's rewrites."""
+    if not cfg.defects and not cfg.release.rewrites:
         return ()
-    return _active(cfg.defects, kind)
+    return _active(cfg.defects, cfg.release.rewrites, kind)
 
 
 def apply(kind: str, ctx: Context, obj: Json) -> Json | None:

@@ -1,0 +1,166 @@
+"""Older vLLM releases on the TITO wire: what 0.30.0 and 0.31.0 do differently from 0.32.0.
+
+`tito-mock --mock-vllm-version 0.30|0.31|0.32` picks one row of `RELEASES`. The mock builds
+0.32's answer as always; a release is data read at a few fixed places, never a version test:
+
+- which scale-out routes `app.py` registers (`abort_route`, `gated`);
+- the request fields the release does not know, dropped before parsing as pydantic ignores
+  them (`unknown_fields`), and the logprob shape derender accepts (`derender_legacy`);
+- the tokens-only stop-string error (`tokens_only_stop`);
+- the key sets and orders of its answers and whether an aborted stream sends its abort chunk:
+  rewrites of the finished answer, named transformers in `transforms/releases.py` listed in
+  `rewrites` (0.32 lists none, so the correct 0.32 mock pays the same empty loop as before).
+
+Source: real 0.30.0 and 0.31.0 servers (`vllm-versions.md`, section 2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from mock_server.errors import ApiError, ValidationFailure, bad_request
+from mock_server.errors import validation_item as item
+
+TOKENS_ONLY_STOP = (
+    "stop strings are not supported on a --tokens-only server because detokenization is "
+    "disabled. Check stop strings on the coordinator, or use stop_token_ids."
+)
+DETOKENIZE_STOP = (
+    "stop strings are only supported when detokenize is True. Set detokenize=True to use stop."
+)
+
+_BODY_032 = (
+    "request_id", "model", "created", "usage", "prompt_logprobs", "prompt_token_id_logprobs",
+    "prompt_token_ids", "mm_placeholders", "metrics", "kv_transfer_params", "ec_transfer_params",
+    "output_mode", "choices",
+)  # fmt: skip
+_CHOICE_032 = (
+    "index", "finish_reason", "stop_reason", "token_ids", "routed_experts", "sampling_mask",
+    "weight_versions", "text", "logprobs",
+)  # fmt: skip
+_BODY_030 = (
+    "request_id", "model", "created", "choices", "usage", "prompt_logprobs", "prompt_token_ids",
+    "mm_placeholders", "kv_transfer_params", "ec_transfer_params",
+)  # fmt: skip
+_BODY_031 = (
+    "request_id", "model", "created", "choices", "usage", "prompt_logprobs",
+    "prompt_token_id_logprobs", "prompt_token_ids", "mm_placeholders", "metrics",
+    "kv_transfer_params", "ec_transfer_params",
+)  # fmt: skip
+_CHOICE_030 = ("index", "logprobs", "finish_reason", "token_ids", "routed_experts", "sampling_mask")
+_CHUNK_030 = ("request_id", "choices", "usage", "prompt_token_ids")
+
+
+@dataclass(frozen=True)
+class Release:
+    """One vLLM release's TITO surface, as far as it differs from 0.32.
+
+    `body_keys`, `choice_keys`, `chunk_keys`: the keys of a non-streamed answer, of its choices
+    (streamed ones too) and of a stream chunk, in the order sent; a key of 0.32 not listed is
+    not sent. `rewrites`: the names of its answer transformers (`transforms/releases.py`).
+    """
+
+    version: str
+    logprobs_format: str = "integer"  # "legacy": `"token": "token_id:N"`, no rank
+    abort_route: bool = True  # POST /inference/v1/abort_requests
+    gated: bool = True  # without the flags: 403 (True) or the routes are not registered
+    unknown_fields: tuple[str, ...] = ()  # generate fields it ignores (pydantic extra=ignore)
+    tokens_only_stop: str = TOKENS_ONLY_STOP
+    derender_legacy: bool = False  # derender reads the legacy logprob shape only
+    body_keys: tuple[str, ...] = _BODY_032
+    choice_keys: tuple[str, ...] = _CHOICE_032
+    chunk_keys: tuple[str, ...] = ()
+    rewrites: tuple[str, ...] = ()
+
+    @property
+    def short(self) -> str:
+        return self.version.rsplit(".", 1)[0]
+
+    def stop_error(self) -> ApiError:
+        """The 400 of a tokens-only server given stop strings (0.30: SamplingParams' text, as
+        detokenize is forced off; param null, no `(parameter=...)` suffix, seen live)."""
+        return bad_request(self.tokens_only_stop)
+
+    def known(self, body: Any) -> Any:
+        """The generate body as the release's request model sees it: unknown fields dropped."""
+        if not self.unknown_fields or not isinstance(body, dict):
+            return body
+        return {k: v for k, v in body.items() if k not in self.unknown_fields}
+
+    def derender_input(self, body: Any) -> Any:
+        """A derender body with the release's logprob entries read as 0.32's integer ones: a
+        legacy entry `{"token": "token_id:N", "logprob", "bytes"}` becomes `{"token_id": N,
+        "logprob", "rank": null}`; an entry without `token` is pydantic's 400."""
+        if not self.derender_legacy or not isinstance(body, dict):
+            return body
+        errors: list[dict[str, Any]] = []
+        for loc, entry in _logprob_entries(body):
+            token = entry.get("token")
+            digits = token.removeprefix("token_id:") if isinstance(token, str) else ""
+            if "token" not in entry:
+                errors.append(item("missing", f"{loc}.token", "Field required", entry))
+            elif not (
+                isinstance(token, str) and token.startswith("token_id:") and digits.isdigit()
+            ):
+                msg = "Input should be a token_id:N placeholder"
+                errors.append(item("value_error", f"{loc}.token", msg, token))
+            else:
+                kept = {k: v for k, v in entry.items() if k not in ("token", "bytes")}
+                entry.clear()
+                entry.update({"token_id": int(digits), **kept, "rank": None})
+        if errors:
+            raise ValidationFailure(errors)
+        return body
+
+
+def _logprob_entries(body: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every logprob entry (top ones included) of the generate answers in a derender body."""
+    answers: list[tuple[str, Any]] = []
+    for key in ("generate_response", "generate_chunk"):
+        answers.append((f"body.{key}", body.get(key)))
+    responses = body.get("generate_responses")
+    if isinstance(responses, list):
+        answers += [(f"body.generate_responses.{i}", r) for i, r in enumerate(responses)]
+    for where, answer in answers:
+        choices = answer.get("choices") if isinstance(answer, dict) else None
+        for i, choice in enumerate(choices if isinstance(choices, list) else ()):
+            logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
+            content = logprobs.get("content") if isinstance(logprobs, dict) else None
+            for j, entry in enumerate(content if isinstance(content, list) else ()):
+                if not isinstance(entry, dict):
+                    continue
+                loc = f"{where}.choices.{i}.logprobs.content.{j}"
+                top = entry.get("top_logprobs")
+                for t, sub in enumerate(top if isinstance(top, list) else ()):
+                    if isinstance(sub, dict):
+                        yield f"{loc}.top_logprobs.{t}", sub
+                yield loc, entry
+
+
+_V031 = Release(
+    "0.31.0",
+    logprobs_format="legacy",
+    abort_route=False,
+    gated=False,
+    unknown_fields=("output_mode",),
+    derender_legacy=True,
+    body_keys=_BODY_031,
+    choice_keys=_CHOICE_030,
+    chunk_keys=_CHUNK_030,
+    rewrites=("release-shape", "release-no-abort-chunk"),
+)
+RELEASES: dict[str, Release] = {
+    "0.30": replace(_V031, version="0.30.0", tokens_only_stop=DETOKENIZE_STOP, body_keys=_BODY_030),
+    "0.31": _V031,
+    "0.32": Release("0.32.0"),
+}
+LATEST = RELEASES["0.32"]
+REWRITES = frozenset(name for r in RELEASES.values() for name in r.rewrites)
+
+
+def release_of(version: str) -> Release:
+    """`0.31` or `0.31.0` -> its release; KeyError for any other."""
+    short = version[:-2] if version.count(".") == 2 and version.endswith(".0") else version
+    return RELEASES[short]
