@@ -30,6 +30,16 @@ MOCK_RELEASES = ("0.30", "0.31", "0.32")
 """The releases `tito-mock --mock-vllm-version` plays; other versions are diffed against 0.32."""
 
 
+CRASHERS: dict[str, tuple[str, ...]] = {
+    # known_deviations.yaml, ERR-007 of 0.30/0.31: a prompt id equal to the vocabulary size
+    # passes validation with the tokenizer loaded, and the whole server exits.
+    "0.30": ("oov-token-id",),
+    "0.31": ("oov-token-id",),
+}
+"""Diff cases that kill a release (a listed deviation): left out, or every later case of the
+diff would only show that the server is gone."""
+
+
 def release_of(version: str | None) -> str | None:
     """`0.31.0` (or `0.31.0+cpu`) -> `0.31` when the mock plays it, else None."""
     if not version:
@@ -49,6 +59,7 @@ class Intended:
     profiles: tuple[str, ...] = ()  # () = every profile
     captures: tuple[str, ...] = ()
     releases: tuple[str, ...] = ()  # () = every release the mock plays, else `0.31`, ...
+    intermittent: bool = False  # a race of the real server: need not occur in every run
 
     def covers(self, pattern: str) -> bool:
         if self.pattern.endswith(".*"):
@@ -81,6 +92,7 @@ def load_intended(path: Path = INTENDED_FILE) -> list[Intended]:
                 profiles=() if profiles == "all" else tuple(profiles),
                 captures=tuple(entry.get("captures") or ()),
                 releases=tuple(str(r) for r in entry.get("releases") or ()),
+                intermittent=bool(entry.get("intermittent", False)),
             )
         )
     return out
@@ -127,7 +139,11 @@ def judge(
             covering = [e for e in entries if e.covers(difference["pattern"])]
             hit.update(covering)
             (verdict.listed if covering else verdict.unlisted).append(said)
-        verdict.stale += [f"{name}: {e.pattern} (row {e.row})" for e in entries if e not in hit]
+        verdict.stale += [
+            f"{name}: {e.pattern} (row {e.row})"
+            for e in entries
+            if e not in hit and not e.intermittent
+        ]
     return verdict
 
 
@@ -185,6 +201,8 @@ def diff_against_mock(
     ]  # fmt: skip
     if profile.api_key:
         argv += ["--api-key", profile.api_key]
+    for case in CRASHERS.get(release or "", ()):
+        argv += ["--skip-case", case]
     report_path.unlink(missing_ok=True)
     try:
         with candidate:

@@ -97,6 +97,16 @@ def test_unreachable_candidate_is_a_difference(tmp_path: Path) -> None:
     assert code == 1
 
 
+def test_a_skipped_case_is_never_sent(tmp_path: Path) -> None:
+    """vLLM 0.30/0.31 exit on the oov-token-id case: the live diff leaves it out for them."""
+    report = tmp_path / "diff.json"
+    with running_server(list(profiles.PROFILES["scale-out"].flags)) as reference:
+        argv = _argv(reference, reference, "scale-out", "--case", "health", "--case", "version")
+        code = main([*argv, "--skip-case", "health", "--json-report", str(report)])
+    assert code == 0
+    assert [c["case"] for c in json.loads(report.read_text())["cases"]] == ["version"]
+
+
 @pytest.mark.parametrize(
     "argv",
     [
@@ -105,6 +115,7 @@ def test_unreachable_candidate_is_a_difference(tmp_path: Path) -> None:
         ["--reference", "http://a", "--candidate", "http://b", "--profile", "nope"],
         ["--reference", "http://a", "--candidate", "http://b", "--profile", "api-key"],
         ["--reference", "http://a", "--candidate", "http://b", "--case", "no-such-case"],
+        ["--reference", "http://a", "--candidate", "http://b", "--skip-case", "no-such-case"],
     ],
 )
 def test_usage_errors_exit_2(argv: list[str]) -> None:

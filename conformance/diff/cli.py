@@ -18,7 +18,7 @@ import httpx
 
 from ..structure import Answer, Difference, compare_answers
 from .case import PROFILES, Case
-from .corpus import cases_for
+from .corpus import CORPUS, cases_for
 from .send import Target, request_of, send
 
 KEEP_BODY = 64 * 1024
@@ -43,6 +43,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="run only these cases (repeatable)",
     )
+    parser.add_argument(
+        "--skip-case",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="leave these cases out (repeatable): e.g. one that crashes the reference server",
+    )
     parser.add_argument("--timeout", type=float, default=60.0, help="per-request timeout, s")
     parser.add_argument(
         "--no-key-order",
@@ -58,12 +65,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:
         return int(exc.code or 0)
     cases = cases_for(args.profile)
+    # a case of another profile may be skipped here (the live diff skips per release, not
+    # per profile); a name no profile has is a typo
+    unknown = sorted(set(args.case) - {c.name for c in cases})
+    unknown += sorted(set(args.skip_case) - {c.name for c in CORPUS})
+    if unknown:
+        print(f"unknown case for profile {args.profile}: {', '.join(unknown)}", file=sys.stderr)
+        return 2
     if args.case:
-        unknown = sorted(set(args.case) - {c.name for c in cases})
-        if unknown:
-            print(f"unknown case for profile {args.profile}: {', '.join(unknown)}", file=sys.stderr)
-            return 2
         cases = [c for c in cases if c.name in args.case]
+    cases = [c for c in cases if c.name not in args.skip_case]
     if args.profile in ("api-key", "tokens-only-api-key") and not args.api_key:
         print(f"--profile {args.profile} needs --api-key", file=sys.stderr)
         return 2
