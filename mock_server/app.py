@@ -18,6 +18,7 @@ from mock_server.auth import AuthMiddleware
 from mock_server.config import MockConfig
 from mock_server.derender import derender_routes
 from mock_server.dev import dev_endpoints
+from mock_server.direct import MockApp
 from mock_server.engine import Engine
 from mock_server.generate import GenerateEndpoint
 from mock_server.openai_compat import openai_routes
@@ -55,6 +56,7 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
 def create_app(config: MockConfig) -> Starlette:
     """A pure ASGI app; streaming and disconnects also work over httpx.ASGITransport."""
     state = AppState(config=config, engine=Engine(config))
+    generate = GenerateEndpoint(state)
 
     async def health(request: Request) -> Response:
         # vLLM answers 503 once its engine is dead (EngineDeadError), until the process exits.
@@ -88,7 +90,7 @@ def create_app(config: MockConfig) -> Starlette:
         Route("/mock/stats", stats, methods=["GET"]),
         Route("/version", version, methods=["GET"]),
         Route("/v1/models", models, methods=["GET"]),
-        Route("/inference/v1/generate", GenerateEndpoint(state), methods=["POST"]),
+        Route("/inference/v1/generate", generate, methods=["POST"]),
     ]
     if not config.has_defect("abort-route-missing"):
         routes.append(Route("/inference/v1/abort_requests", AbortEndpoint(state), methods=["POST"]))
@@ -105,7 +107,9 @@ def create_app(config: MockConfig) -> Starlette:
         ]
     elif config.tokens_only or config.has_defect("legacy-abort-everywhere"):
         routes.append(Route("/abort_requests", AbortEndpoint(state, legacy=True), methods=["POST"]))
-    app = Starlette(
+    app = MockApp(
+        config,
+        {"/inference/v1/generate": generate},
         routes=routes,
         middleware=[Middleware(AuthMiddleware, config=config)],
         exception_handlers={HTTPException: _http_exception},
