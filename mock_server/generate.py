@@ -23,7 +23,7 @@ from mock_server.errors import ApiError, ValidationFailure
 from mock_server.gating import send_disabled, send_error
 from mock_server.jsonbody import parse_json
 from mock_server.logprobs import LogprobsRenderer, prompt_logprobs
-from mock_server.payloads import Builder
+from mock_server.payloads import Builder, plain_full
 from mock_server.request import GenerateRequest, parse_generate, parse_plain
 from mock_server.state import AppState
 from mock_server.streaming import stream_job, stream_single_error
@@ -154,7 +154,10 @@ class GenerateEndpoint:
             plp = prompt_logprobs(
                 cfg, engine.model, engine.tokenizer, req.token_ids, req.sampling.prompt_logprobs
             )
-        data = json.dumps(builder.full(plp), separators=(",", ":"), ensure_ascii=False).encode()
+        data = plain_full(builder) if FAST and plp is None else None
+        if data is None:
+            text = json.dumps(builder.full(plp), separators=(",", ":"), ensure_ascii=False)
+            data = text.encode()
         await send_bytes(send, 200, apply_wire(cfg, data))
 
     def _new_job(self, scope: Scope, req: GenerateRequest) -> Job:
