@@ -174,15 +174,22 @@ class ToyModel:
                 return rank
         return ranks[-1]
 
-    def sample_rank(self, u: float, temperature: float, limit: int) -> int:
-        """Inverse-CDF sample of a rank in 1..limit for a uniform u in [0, 1).
+    def drawer(self, temperature: float, limit: int) -> Callable[[float], int]:
+        """Inverse-CDF sampling of a rank in 1..limit: `draw(u)` for a uniform u in [0, 1).
 
         Most draws land in the head: searching its HEAD entries first gives the same index as
         searching the whole list (the list is sorted) without walking a vocabulary-sized list
-        of floats scattered over memory.
+        of floats scattered over memory. Made once per sequence: a draw is then one call.
         """
         cum = self._cumulative(temperature)
-        x = u * cum[limit - 1]
-        if x < cum[HEAD - 1]:
-            return min(limit, bisect.bisect_right(cum, x, 0, HEAD) + 1)
-        return min(limit, bisect.bisect_right(cum, x) + 1)
+        scale = cum[limit - 1]
+        head_end = cum[HEAD - 1]
+        bisect_right = bisect.bisect_right
+
+        def draw(u: float) -> int:
+            x = u * scale
+            if x < head_end:
+                return min(limit, bisect_right(cum, x, 0, HEAD) + 1)
+            return min(limit, bisect_right(cum, x) + 1)
+
+        return draw

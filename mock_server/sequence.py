@@ -66,6 +66,8 @@ class Sampler:
             self.limit = model.cutoff(
                 sampling.temperature, sampling.top_k, sampling.top_p, sampling.min_p
             )
+        temperature = 1.0 if sampling.greedy else sampling.temperature  # greedy never draws
+        self.draw = model.drawer(temperature, self.limit)
         self.want_text = want_text
         ignored = config.has_defect("stop-token-ids-ignored") or (
             config.tokens_only and config.has_defect("tokens-only-stop-token-ids-ignored")
@@ -107,7 +109,7 @@ class Sampler:
                 rank += 1
             return rank
         for _ in range(64):
-            rank = self.model.sample_rank(self.rng.random(), sp.temperature, self.limit)
+            rank = self.draw(self.rng.random())
             if not (below_min and ctx_rank_token(rank) in self.banned):
                 return rank
         rank = 1
@@ -126,7 +128,7 @@ class Sampler:
         elif below_min or sp.greedy:
             rank = self._pick_rank(ctx.token_at, below_min)
         else:  # what _pick_rank returns then: its first draw
-            rank = model.sample_rank(self.rng.random(), sp.temperature, self.limit)
+            rank = self.draw(self.rng.random())
         token = ctx.token_at(rank)
         top = [] if sp.logprobs is None else self._top(ctx, token, rank, sp.logprobs)
         support = self._support(ctx) if self.cfg.return_sampling_mask else None
