@@ -18,6 +18,7 @@ from mock_server.auth import AuthMiddleware
 from mock_server.config import MockConfig
 from mock_server.derender import derender_routes
 from mock_server.dev import dev_endpoints
+from mock_server.direct import MockApp
 from mock_server.engine import Engine
 from mock_server.generate import GenerateEndpoint
 from mock_server.openai_compat import openai_routes
@@ -55,6 +56,7 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
 def create_app(config: MockConfig) -> Starlette:
     """A pure ASGI app; streaming and disconnects also work over httpx.ASGITransport."""
     state = AppState(config=config, engine=Engine(config))
+    generate = GenerateEndpoint(state)
 
     async def health(request: Request) -> Response:
         # vLLM answers 503 once its engine is dead (EngineDeadError), until the process exits.
@@ -89,9 +91,7 @@ def create_app(config: MockConfig) -> Starlette:
         Route("/version", version, methods=["GET"]),
         Route("/v1/models", models, methods=["GET"]),
     ]
-    scale_out: list[Route] = [
-        Route("/inference/v1/generate", GenerateEndpoint(state), methods=["POST"])
-    ]
+    scale_out: list[Route] = [Route("/inference/v1/generate", generate, methods=["POST"])]
     abort = Route("/inference/v1/abort_requests", AbortEndpoint(state), methods=["POST"])
     if not config.release.abort_route:  # 0.30, 0.31: the route does not exist (404)
         state.unrouted.append(abort.path)
@@ -114,7 +114,11 @@ def create_app(config: MockConfig) -> Starlette:
         ]
     elif config.tokens_only or config.has_defect("legacy-abort-everywhere"):
         routes.append(Route("/abort_requests", AbortEndpoint(state, legacy=True), methods=["POST"]))
-    app = Starlette(
+    served = {route.path for route in routes}  # a release may leave generate unregistered
+    direct = {path: generate for path in ("/inference/v1/generate",) if path in served}
+    app = MockApp(
+        config,
+        direct,
         routes=routes,
         middleware=[Middleware(AuthMiddleware, config=config)],
         exception_handlers={HTTPException: _http_exception},

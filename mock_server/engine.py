@@ -7,7 +7,7 @@ import contextlib
 import random
 import secrets
 from collections import Counter, deque
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,8 +61,12 @@ class Scheduler:
         self.free = capacity
         self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
 
+    def free_now(self, n: int) -> bool:
+        """`acquire(n)` would admit at once, without handing the loop over."""
+        return not self._waiters and self.free >= n
+
     async def acquire(self, n: int, aborted: asyncio.Event) -> bool:
-        if not self._waiters and self.free >= n:
+        if self.free_now(n):
             self.free -= n
             return True
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -155,8 +159,8 @@ class Engine:
         return random.Random(f"{seed}:{index}")
 
     # -- generation --------------------------------------------------------------------
-    async def run(self, job: Job) -> AsyncGenerator[Event, None]:
-        """Drive one job; yields per-sequence events; always finishes every sequence."""
+    def _open(self, job: Job) -> tuple[int, list[Sampler]]:
+        """Register a job and make its samplers (drawing from the server's generator now)."""
         req, cfg = job.req, self.cfg
         n = 1 if cfg.has_defect("n-ignored") else req.sampling.n
         want_text = req.output_mode == "text" and cfg.has_tokenizer
@@ -177,6 +181,26 @@ class Engine:
             job.sequences.append(Sequence(index=i, detok=sampler.new_detokenizer()))
         self._jobs.setdefault(job.request_id, []).append(job)
         self.in_flight += 1
+        return n, samplers
+
+    def _close(self, job: Job, n: int, admitted: bool) -> None:
+        if admitted:
+            self.scheduler.release(n)
+        self.in_flight -= 1
+        jobs = self._jobs.get(job.request_id, [])
+        if job in jobs:
+            jobs.remove(job)
+        if not jobs:
+            self._jobs.pop(job.request_id, None)
+        for seq in job.sequences:
+            self.finished[seq.finish_reason or "abort"] += 1
+        if any(seq.finish_reason == "abort" for seq in job.sequences):
+            self.aborted += 1
+
+    async def run(self, job: Job) -> AsyncGenerator[Event, None]:
+        """Drive one job; yields per-sequence events; always finishes every sequence."""
+        cfg = self.cfg
+        n, samplers = self._open(job)
         admitted = False
         try:
             admitted = await self.scheduler.acquire(n, job.aborted)
@@ -218,18 +242,64 @@ class Engine:
                     seq.stop_reason = "abort"
                 yield Event(seq, len(seq.records), True)
         finally:
-            if admitted:
-                self.scheduler.release(n)
-            self.in_flight -= 1
-            jobs = self._jobs.get(job.request_id, [])
-            if job in jobs:
-                jobs.remove(job)
-            if not jobs:
-                self._jobs.pop(job.request_id, None)
+            self._close(job, n, admitted)
+
+    async def complete(self, job: Job, on_wait: Callable[[], None]) -> None:
+        """`run` for a non-streamed request, which reads no events: the same tokens, waits
+        and bookkeeping, without an event per token.
+
+        `on_wait()` is called before the job first hands the event loop over (to wait for a
+        slot, for a latency, or to let other requests run): until then nothing else can run,
+        so a request that completes in one go needs no disconnect watcher.
+        """
+        cfg = self.cfg
+        n, samplers = self._open(job)
+        admitted = False
+        waited = False
+        try:
+            if not self.scheduler.free_now(n):
+                waited = True
+                on_wait()
+            admitted = await self.scheduler.acquire(n, job.aborted)
+            if admitted and cfg.mock_ttft_ms > 0:
+                if not waited:
+                    waited = True
+                    on_wait()
+                await _sleep_or_abort(cfg.mock_ttft_ms / 1000, job.aborted)
+            active = list(zip(job.sequences, samplers, strict=True)) if admitted else []
+            step = 0
+            itl = cfg.mock_itl_ms / 1000
+            if job.abort_after is not None and job.abort_after <= 0:
+                job.abort()
+            while admitted and active:
+                if job.aborted.is_set():
+                    break
+                if step > 0 and (itl > 0 or step % YIELD_EVERY == 0):
+                    if not waited:
+                        waited = True
+                        on_wait()
+                    if itl > 0:
+                        await _sleep_or_abort(itl, job.aborted)
+                        if job.aborted.is_set():
+                            break
+                    else:
+                        await asyncio.sleep(0)
+                step += 1
+                still = []
+                for seq, sampler in active:
+                    sampler.step(seq, self._label())
+                    if seq.finish_reason is None:
+                        still.append((seq, sampler))
+                active = still
+                if job.abort_after is not None and step >= job.abort_after and active:
+                    job.abort()
             for seq in job.sequences:
-                self.finished[seq.finish_reason or "abort"] += 1
-            if any(seq.finish_reason == "abort" for seq in job.sequences):
-                self.aborted += 1
+                if seq.finish_reason is None:  # cut short by an abort
+                    seq.finish_reason = "abort"
+                    if cfg.has_defect("abort-stop-reason-set"):
+                        seq.stop_reason = "abort"
+        finally:
+            self._close(job, n, admitted)
 
 
 async def _sleep_or_abort(seconds: float, aborted: asyncio.Event) -> None:

@@ -23,8 +23,8 @@ from mock_server.errors import ApiError, ValidationFailure
 from mock_server.gating import send_disabled, send_error
 from mock_server.jsonbody import parse_json
 from mock_server.logprobs import LogprobsRenderer, prompt_logprobs
-from mock_server.payloads import Builder
-from mock_server.request import GenerateRequest, parse_generate
+from mock_server.payloads import Builder, plain_full
+from mock_server.request import GenerateRequest, parse_generate, parse_plain
 from mock_server.state import AppState
 from mock_server.streaming import stream_job, stream_single_error
 from mock_server.transforms import apply_wire
@@ -32,6 +32,7 @@ from mock_server.transforms import apply_wire
 UNSUPPORTED_MEDIA = (
     "1 validation error:\n  Unsupported Media Type: Only 'application/json' is allowed"
 )
+FAST = True  # tests turn it off to compare the fast paths with the general ones
 ENGINE_DEAD = "EngineCore encountered an issue. See stack trace (above) for the root cause."
 
 
@@ -78,7 +79,7 @@ class GenerateEndpoint:
             raise
         body = cfg.release.known(body)  # an older release ignores the fields it lacks
         try:
-            return parse_generate(body, cfg)
+            return (FAST and parse_plain(body, cfg)) or parse_generate(body, cfg)
         except ValidationFailure as failure:
             streamed = isinstance(body, dict) and body.get("stream") is True
             if streamed and cfg.has_defect("stream-schema-error-200"):
@@ -126,13 +127,25 @@ class GenerateEndpoint:
         lp = LogprobsRenderer(cfg, engine.tokenizer, req.output_mode)
         builder = Builder(cfg, job, lp, req.model or cfg.model_name)
         gone = asyncio.Event()
-        watcher = asyncio.ensure_future(self._watch(receive, job, gone))
+        watcher: asyncio.Task[None] | None = None
+
+        def watch() -> None:
+            nonlocal watcher
+            watcher = asyncio.create_task(self._watch(receive, job, gone))
+
         try:
             if req.stream:
+                watch()
                 await stream_job(send, cfg, engine, job, builder, gone)
                 return
-            async for _ in engine.run(job):
-                pass
+            if FAST:
+                # The watcher starts when the engine first hands the loop over: a request
+                # that completes in one go (most, without --mock-itl-ms) needs no task.
+                await engine.complete(job, watch)
+            else:
+                watch()
+                async for _ in engine.run(job):
+                    pass
         finally:
             cancel(watcher)
         if gone.is_set():
@@ -142,7 +155,10 @@ class GenerateEndpoint:
             plp = prompt_logprobs(
                 cfg, engine.model, engine.tokenizer, req.token_ids, req.sampling.prompt_logprobs
             )
-        data = json.dumps(builder.full(plp), separators=(",", ":"), ensure_ascii=False).encode()
+        data = plain_full(builder) if FAST and plp is None else None
+        if data is None:
+            text = json.dumps(builder.full(plp), separators=(",", ":"), ensure_ascii=False)
+            data = text.encode()
         await send_bytes(send, 200, apply_wire(cfg, data))
 
     def _new_job(self, scope: Scope, req: GenerateRequest) -> Job:

@@ -51,7 +51,10 @@ def loads(raw: bytes) -> Any:
         raise
     except ValueError as exc:  # e.g. an integer literal past sys.get_int_max_str_digits()
         raise json.JSONDecodeError(str(exc), "", 0) from None
-    utf8 = json.detect_encoding(raw) == "utf-8"
+    # "{" then a non-NUL byte: detect_encoding's "utf-8" without its checks (no BOM so starts)
+    utf8 = raw[:1] == b"{" and raw[1:2] not in (b"", b"\0")
+    if not utf8:
+        utf8 = json.detect_encoding(raw) == "utf-8"
     deep = raw.count(b"[") + raw.count(b"{") > MAX_DEPTH
     odd = not utf8 or _MAYBE_SURROGATE.search(raw) is not None
     if deep or odd:

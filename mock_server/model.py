@@ -38,18 +38,14 @@ class Context:
 
     __slots__ = ("a", "a_inv", "b", "eos_swap", "eos_natural", "v", "eos")
 
-    def __init__(self, h: int, vocab_size: int, eos: int) -> None:
-        v = vocab_size
-        a = (h >> 20) % v | 1
-        while gcd(a, v) != 1:
-            a = (a + 2) % v
+    def __init__(self, a: int, a_inv: int, b: int, eos_swap: bool, v: int, eos: int) -> None:
         self.v = v
         self.a = a
-        self.a_inv = pow(a, -1, v)
-        self.b = (h >> 3) % v
+        self.a_inv = a_inv
+        self.b = b
         self.eos = eos
-        self.eos_swap = h % 8 == 0
-        self.eos_natural = (a * eos + self.b) % v
+        self.eos_swap = eos_swap
+        self.eos_natural = (a * eos + b) % v
 
     def rank_of(self, token_id: int) -> int:
         """1-based rank of a token in the full vocabulary."""
@@ -69,6 +65,22 @@ class Context:
             if idx == self.eos_natural:
                 idx = EOS_RANK - 1
         return ((idx - self.b) * self.a_inv) % self.v
+
+
+UNITS = 4096
+"""How many multipliers the contexts' affine maps draw from."""
+
+
+@cache
+def _units(v: int) -> tuple[tuple[int, int], ...]:
+    """UNITS multipliers coprime with v, each with its inverse modulo v (a few ms, once)."""
+    out = []
+    for k in range(UNITS):
+        a = (_mix(k) >> 20) % v | 1
+        while gcd(a, v) != 1:
+            a = (a + 2) % v
+        out.append((a, pow(a, -1, v)))
+    return tuple(out)
 
 
 @cache
@@ -91,13 +103,18 @@ class ToyModel:
         self.vocab_size = vocab_size
         self.eos_id = eos_id
         self._seed = _mix(seed)
+        self._units = _units(vocab_size)
         self.probs, self.logprobs = _rank_distribution(vocab_size)
         self._cum = self._cumulative(1.0)
 
     @lru_cache(maxsize=256)  # noqa: B019 - one model per server; contexts repeat a lot
     def context(self, t1: int, t2: int) -> Context:
-        h = _mix(self._seed ^ _mix(t1 * 0x100000001B3 + t2))
-        return Context(h, self.vocab_size, self.eos_id)
+        # One splitmix round of the pair; bits 0-2 pick the EOS swap, 3-14 the multiplier
+        # (from a table: no gcd or modular inverse per context), the rest the offset.
+        h = _mix(self._seed ^ (t1 * 0x100000001B3 + t2))
+        a, a_inv = self._units[(h >> 3) % UNITS]
+        v = self.vocab_size
+        return Context(a, a_inv, (h >> 15) % v, h % 8 == 0, v, self.eos_id)
 
     def context_for(self, tokens: list[int]) -> Context:
         t1 = tokens[-2] if len(tokens) > 1 else -1
@@ -157,7 +174,22 @@ class ToyModel:
                 return rank
         return ranks[-1]
 
-    def sample_rank(self, u: float, temperature: float, limit: int) -> int:
-        """Inverse-CDF sample of a rank in 1..limit for a uniform u in [0, 1)."""
+    def drawer(self, temperature: float, limit: int) -> Callable[[float], int]:
+        """Inverse-CDF sampling of a rank in 1..limit: `draw(u)` for a uniform u in [0, 1).
+
+        Most draws land in the head: searching its HEAD entries first gives the same index as
+        searching the whole list (the list is sorted) without walking a vocabulary-sized list
+        of floats scattered over memory. Made once per sequence: a draw is then one call.
+        """
         cum = self._cumulative(temperature)
-        return min(limit, bisect.bisect_right(cum, u * cum[limit - 1]) + 1)
+        scale = cum[limit - 1]
+        head_end = cum[HEAD - 1]
+        bisect_right = bisect.bisect_right
+
+        def draw(u: float) -> int:
+            x = u * scale
+            if x < head_end:
+                return min(limit, bisect_right(cum, x, 0, HEAD) + 1)
+            return min(limit, bisect_right(cum, x) + 1)
+
+        return draw

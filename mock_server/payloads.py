@@ -6,6 +6,7 @@ place per kind (`finish` for the body, `chunk` / `usage_chunk` for a stream).
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -132,3 +133,53 @@ class Builder:
             "choices": [],
         }
         return transforms.apply("usage", self.ctx, body)
+
+
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def _choice_bytes(seq: Sequence) -> str:
+    records = seq.records
+    spans = ",".join(
+        f'{{"version":{_encode(span["version"])},"start":{span["start"]},"end":{span["end"]}}}'
+        for span in weight_spans(records)
+    )
+    ids = ",".join([str(rec.token_id) for rec in records])
+    return (
+        f'{{"index":{seq.index},"finish_reason":{_encode(seq.finish_reason or "stop")},'
+        f'"stop_reason":{_encode(seq.stop_reason)},"token_ids":[{ids}],"routed_experts":null,'
+        f'"sampling_mask":null,"weight_versions":[{spans}],"logprobs":null}}'
+    )
+
+
+def plain_full(b: Builder) -> bytes | None:
+    """`full(None)` as sent (compact JSON), written directly for the common answer: no
+    defects, tokens mode, no logprobs, sampling mask, routed experts or transfer params.
+    None for anything else. (tests/test_mock_fastpath.py compares it with json.dumps.)"""
+    cfg, req = b.cfg, b.req
+    if (
+        cfg.defects
+        or cfg.release.rewrites  # an older release's shape: the transformers rewrite the dict
+        or b.text
+        or req.sampling.logprobs is not None
+        or cfg.return_sampling_mask
+        or cfg.enable_return_routed_experts
+        or req.kv_transfer_params is not None
+        or req.ec_transfer_params is not None
+    ):
+        return None
+    seqs = b.job.sequences
+    prompt = len(req.token_ids)
+    total = sum(len(seq.records) for seq in seqs)
+    prompt_ids = _encode(list(req.token_ids)) if req.return_token_ids else "null"
+    choices = ",".join([_choice_bytes(seq) for seq in seqs])
+    return (
+        f'{{"request_id":{_encode(b.request_id)},"model":{_encode(b.model_name)},'
+        f'"created":{b.created},"usage":{{"prompt_tokens":{prompt},'
+        f'"total_tokens":{prompt + total},"completion_tokens":{total},'
+        f'"prompt_tokens_details":null,"completion_tokens_details":null}},'
+        f'"prompt_logprobs":null,"prompt_token_id_logprobs":null,'
+        f'"prompt_token_ids":{prompt_ids},"mm_placeholders":null,"metrics":null,'
+        f'"kv_transfer_params":null,"ec_transfer_params":null,"output_mode":{_encode(b.echo)},'
+        f'"choices":[{choices}]}}'
+    ).encode()

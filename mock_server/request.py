@@ -15,7 +15,12 @@ from mock_server.errors import (
     param_error,
     validation_item,
 )
-from mock_server.extra_fields import check_ranges, check_sampling_types, check_top_level_types
+from mock_server.extra_fields import (
+    MSGPACK_INT,
+    check_ranges,
+    check_sampling_types,
+    check_top_level_types,
+)
 from mock_server.features import feature_errors, prompt_errors
 
 TOP_LEVEL_KEYS = frozenset(
@@ -355,6 +360,65 @@ def parse_generate(body: Any, config: MockConfig) -> GenerateRequest:
     _verify_sampling(req.sampling, sp, config.has_defect("max-tokens-zero-accepted"))
     check_ranges(body, sp, ignored)
     return req
+
+
+_PLAIN_TOP = frozenset(["token_ids", "sampling_params", "request_id", "model", "stream"])
+_PLAIN_TOP_TYPES: dict[str, type] = {"request_id": str, "model": str, "stream": bool}
+_PLAIN_SAMPLING: dict[str, tuple[type, ...]] = {
+    "max_tokens": (int,),
+    "ignore_eos": (bool,),
+    "seed": (int,),
+    "n": (int,),
+    "min_tokens": (int,),
+    "top_k": (int,),
+    "temperature": (int, float),
+    "top_p": (int, float),
+    "min_p": (int, float),
+}
+_PLAIN_FLOATS = frozenset(["temperature", "top_p", "min_p"])
+
+
+def parse_plain(body: Any, config: MockConfig) -> GenerateRequest | None:
+    """`parse_generate` of the bodies most clients send, without its generic walk; None for
+    anything else (then `parse_generate` answers, errors included).
+
+    Plain: no defects; only the fields below, each of its own JSON type (no null, no string
+    for a number, no bool for an int), token ids non-negative, and the values accepted by
+    the value checks. The request is then the one `parse_generate` returns
+    (tests/test_mock_fastpath.py compares them).
+    """
+    if config.defects or type(body) is not dict or not _PLAIN_TOP.issuperset(body):
+        return None
+    token_ids = body.get("token_ids")
+    sp = body.get("sampling_params")
+    if type(token_ids) is not list or not token_ids or type(sp) is not dict:
+        return None
+    for t in token_ids:
+        if type(t) is not int or t < 0:
+            return None
+    for key, kind in _PLAIN_TOP_TYPES.items():
+        if key in body and type(body[key]) is not kind:
+            return None
+    s = Sampling()
+    for key, value in sp.items():
+        kinds = _PLAIN_SAMPLING.get(key)
+        if kinds is None or type(value) not in kinds:
+            return None
+        setattr(s, key, float(value) if key in _PLAIN_FLOATS else value)
+    seed = s.seed
+    if seed is not None and not MSGPACK_INT[0] <= seed <= MSGPACK_INT[1]:
+        return None
+    try:
+        _verify_sampling(s, sp)
+    except (ApiError, ValidationFailure):
+        return None
+    return GenerateRequest(
+        token_ids=list(token_ids),
+        sampling=s,
+        request_id=body.get("request_id"),
+        model=body.get("model"),
+        stream=body.get("stream", False),
+    )
 
 
 def _model_validators(

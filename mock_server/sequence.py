@@ -7,12 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mock_server.config import MockConfig
-from mock_server.model import ToyModel
+from mock_server.model import Context, ToyModel
 from mock_server.request import Sampling
 from mock_server.tokenizer import IncrementalDetokenizer, Tokenizer
 
 
-@dataclass
+@dataclass(slots=True)
 class TokenRecord:
     token_id: int
     rank: int
@@ -53,7 +53,9 @@ class Sampler:
         self.model = model
         self.tok = tokenizer
         self.sp = sampling
-        self.context = list(prompt[-2:])
+        # the context: the last two tokens, -1 for none (ToyModel.context_for's convention)
+        self.t1 = prompt[-2] if len(prompt) > 1 else -1
+        self.t2 = prompt[-1] if prompt else -1
         self.rng = rng
         self.max_tokens = max_tokens
         self.banned = set(sampling.stop_token_ids) | (
@@ -64,6 +66,8 @@ class Sampler:
             self.limit = model.cutoff(
                 sampling.temperature, sampling.top_k, sampling.top_p, sampling.min_p
             )
+        temperature = 1.0 if sampling.greedy else sampling.temperature  # greedy never draws
+        self.draw = model.drawer(temperature, self.limit)
         self.want_text = want_text
         ignored = config.has_defect("stop-token-ids-ignored") or (
             config.tokens_only and config.has_defect("tokens-only-stop-token-ids-ignored")
@@ -105,7 +109,7 @@ class Sampler:
                 rank += 1
             return rank
         for _ in range(64):
-            rank = self.model.sample_rank(self.rng.random(), sp.temperature, self.limit)
+            rank = self.draw(self.rng.random())
             if not (below_min and ctx_rank_token(rank) in self.banned):
                 return rank
         rank = 1
@@ -116,34 +120,41 @@ class Sampler:
     def step(self, seq: Sequence, version: str) -> None:
         """Generate one token into `seq` and set its finish state if it ends."""
         model, sp = self.model, self.sp
-        ctx = model.context_for(self.context)
+        ctx = model.context(self.t1, self.t2)
         n_done = len(seq.records)
         below_min = n_done < sp.min_tokens
         if self.allowed:
             rank = self._pick_allowed(ctx.rank_of, below_min)
-        else:
+        elif below_min or sp.greedy:
             rank = self._pick_rank(ctx.token_at, below_min)
+        else:  # what _pick_rank returns then: its first draw
+            rank = self.draw(self.rng.random())
         token = ctx.token_at(rank)
-        k = sp.logprobs
-        top: list[tuple[int, int, float]] = []
-        if k is not None:
-            want = max(k if k >= 0 else model.vocab_size, 1)
-            top.append((token, rank, model.logprob_of_rank(rank)))
-            r = 1
-            while len(top) < want and r <= model.vocab_size:
-                if r != rank:
-                    top.append((ctx.token_at(r), r, model.logprob_of_rank(r)))
-                r += 1
-        support = None
-        if self.cfg.return_sampling_mask:
-            support = [ctx.token_at(r) for r in range(1, self.limit + 1)]
-            if self.allowed:
-                support = list(self.allowed)
+        top = [] if sp.logprobs is None else self._top(ctx, token, rank, sp.logprobs)
+        support = self._support(ctx) if self.cfg.return_sampling_mask else None
         seq.records.append(
-            TokenRecord(token, rank, model.logprob_of_rank(rank), top, version, support)
+            TokenRecord(token, rank, model.logprobs[rank - 1], top, version, support)
         )
-        self.context = [self.context[-1] if self.context else -1, token]
+        self.t1, self.t2 = self.t2, token
         self._check_stop(seq, token, n_done + 1)
+
+    def _top(self, ctx: Context, token: int, rank: int, k: int) -> list[tuple[int, int, float]]:
+        """The sampled token, then the k most likely others (the whole vocabulary for -1)."""
+        model = self.model
+        want = max(k if k >= 0 else model.vocab_size, 1)
+        top = [(token, rank, model.logprob_of_rank(rank))]
+        r = 1
+        while len(top) < want and r <= model.vocab_size:
+            if r != rank:
+                top.append((ctx.token_at(r), r, model.logprob_of_rank(r)))
+            r += 1
+        return top
+
+    def _support(self, ctx: Context) -> list[int]:
+        """The tokens sampling could pick (return_sampling_mask)."""
+        if self.allowed:
+            return list(self.allowed)
+        return [ctx.token_at(r) for r in range(1, self.limit + 1)]
 
     def _check_stop(self, seq: Sequence, token: int, count: int) -> None:
         sp, cfg = self.sp, self.cfg
