@@ -13,7 +13,7 @@ from conformance.results import Status
 from conformance.session import SuiteConfig
 from live import cli, deviations
 from live.deviations import Deviation
-from live.fidelity import Intended, _is_mock, judge, load_intended
+from live.fidelity import CRASHERS, Intended, _is_mock, judge, load_intended, release_of
 from live.launcher import LiveServer, free_port
 from live.profiles import Backend, live_profile
 from live.suite import run_suite
@@ -133,6 +133,27 @@ def test_the_fidelity_gate_fails_unlisted_and_stale_differences() -> None:
     assert not stale.ok and stale.stale == ["stream: $.stream_state.* (row 14)"]
     assert stale.unlisted == ["models: $.data: missing key"]
     assert judge(_report("scale-out", {"models": []}), [state]).ok, "a case not run is not stale"
+
+
+def test_intended_differences_per_release_and_races() -> None:
+    """An entry naming releases holds only when the mock plays one of them (0.32 when the
+    server's version is unknown); an intermittent one (0.30/0.31's n > 1 race) never goes
+    stale, but still covers the difference when it shows."""
+    race = Intended(
+        "$sse:error events", "race", 27, cases=("n2",), releases=("0.31",), intermittent=True
+    )
+    shown = _report("scale-out", {"n2": ["$sse:error events"]})
+    assert judge(shown, [race], "0.31").ok
+    assert not judge(shown, [race], "0.32").ok, "not a difference the 0.32 mock may show"
+    assert not judge(shown, [race]).ok, "unknown version: judged as 0.32"
+    quiet = judge(_report("scale-out", {"n2": []}), [race], "0.31")
+    assert quiet.ok and not quiet.stale
+    assert (release_of("0.31.0+cpu"), release_of("0.33.0"), release_of(None)) == (
+        "0.31",
+        None,
+        None,
+    )
+    assert CRASHERS["0.30"] == CRASHERS["0.31"] == ("oov-token-id",)
 
 
 def test_the_intended_list_is_about_vllm_not_the_mock() -> None:
