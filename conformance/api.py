@@ -119,9 +119,21 @@ def validate(schema: str, instance: Any, what: str) -> None:
 
 def status_is(reply: Reply, expected: int, what: str) -> None:
     if reply.status != expected:
-        raise AssertionError(
-            f"{what}: expected HTTP {expected}, got {reply.status}: {reply.body[:300]!r}"
-        )
+        raise AssertionError(f"{what}: expected HTTP {expected}, got {answer_of(reply)}")
+
+
+def answer_of(reply: Reply) -> str:
+    """An answer in one line: an error's body as sent (it is short and says why), a success's
+    JSON body by its keys (its tokens are no evidence, and would crowd the report out)."""
+    if 200 <= reply.status < 300:
+        try:
+            data = json.loads(reply.body)
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            keys = ", ".join(list(data)[:10]) + (", ..." if len(data) > 10 else "")
+            return f"{reply.status} with a JSON body (keys: {keys})"
+    return f"{reply.status}: {reply.body[:300]!r}"
 
 
 def generate(
