@@ -51,6 +51,12 @@ _BODY_031 = (
 )  # fmt: skip
 _CHOICE_030 = ("index", "logprobs", "finish_reason", "token_ids", "routed_experts", "sampling_mask")
 _CHUNK_030 = ("request_id", "choices", "usage", "prompt_token_ids")
+_RENDER_031 = (
+    "request_id", "token_ids", "token_offsets", "features", "content_parts", "sampling_params",
+    "model", "return_token_ids", "stream", "stream_options", "cache_salt", "priority",
+    "kv_transfer_params", "ec_transfer_params",
+)  # fmt: skip
+_RENDER_030 = (*_RENDER_031[:2], "assistant_tokens_mask", *_RENDER_031[2:])
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,9 @@ class Release:
     abort_route: bool = True  # POST /inference/v1/abort_requests
     gated: bool = True  # without the flags: 403 (True) or the routes are not registered
     unknown_fields: tuple[str, ...] = ()  # generate fields it ignores (pydantic extra=ignore)
+    unknown_sampling: tuple[str, ...] = ()  # sampling_params fields it ignores
+    flat_prompt_logprob_ids: bool = False  # prompt_logprob_token_ids is list[int] (0.31)
+    render_keys: tuple[str, ...] = ()  # the rendered GenerateRequest's keys, in order; () = 0.32's
     tokens_only_stop: str = TOKENS_ONLY_STOP
     derender_legacy: bool = False  # derender reads the legacy logprob shape only
     body_keys: tuple[str, ...] = _BODY_032
@@ -84,10 +93,33 @@ class Release:
         return bad_request(self.tokens_only_stop)
 
     def known(self, body: Any) -> Any:
-        """The generate body as the release's request model sees it: unknown fields dropped."""
+        """The generate body as the release's request model sees it: unknown fields dropped
+        (top level and in sampling_params), and 0.31's flat prompt_logprob_token_ids typed."""
         if not self.unknown_fields or not isinstance(body, dict):
             return body
-        return {k: v for k, v in body.items() if k not in self.unknown_fields}
+        body = {k: v for k, v in body.items() if k not in self.unknown_fields}
+        sp = body.get("sampling_params")
+        if isinstance(sp, dict):
+            if self.unknown_sampling:
+                sp = {k: v for k, v in sp.items() if k not in self.unknown_sampling}
+                body["sampling_params"] = sp
+            ids = sp.get("prompt_logprob_token_ids")
+            if self.flat_prompt_logprob_ids and isinstance(ids, list):
+                loc = "body.sampling_params.prompt_logprob_token_ids"
+                errors = [
+                    item("int_type", f"{loc}.{i}", "Input should be a valid integer", v)
+                    for i, v in enumerate(ids)
+                    if not isinstance(v, int) or isinstance(v, bool)
+                ]
+                if errors:
+                    raise ValidationFailure(errors)
+        return body
+
+    def rendered(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A rendered GenerateRequest with the release's keys, in its order (absent: null)."""
+        if not self.render_keys:
+            return request
+        return {key: request.get(key) for key in self.render_keys}
 
     def derender_input(self, body: Any) -> Any:
         """A derender body with the release's logprob entries read as 0.32's integer ones: a
@@ -95,6 +127,10 @@ class Release:
         "logprob", "rank": null}`; an entry without `token` is pydantic's 400."""
         if not self.derender_legacy or not isinstance(body, dict):
             return body
+        if "output_mode" in self.unknown_fields:  # not a field of its GenerateResponse
+            for _, answer in _answers(body):
+                if isinstance(answer, dict):
+                    answer.pop("output_mode", None)
         errors: list[dict[str, Any]] = []
         for loc, entry in _logprob_entries(body):
             token = entry.get("token")
@@ -115,15 +151,20 @@ class Release:
         return body
 
 
-def _logprob_entries(body: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Every logprob entry (top ones included) of the generate answers in a derender body."""
+def _answers(body: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The generate answers a derender body carries, with where they are."""
     answers: list[tuple[str, Any]] = []
     for key in ("generate_response", "generate_chunk"):
         answers.append((f"body.{key}", body.get(key)))
     responses = body.get("generate_responses")
     if isinstance(responses, list):
         answers += [(f"body.generate_responses.{i}", r) for i, r in enumerate(responses)]
-    for where, answer in answers:
+    return answers
+
+
+def _logprob_entries(body: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every logprob entry (top ones included) of the generate answers in a derender body."""
+    for where, answer in _answers(body):
         choices = answer.get("choices") if isinstance(answer, dict) else None
         for i, choice in enumerate(choices if isinstance(choices, list) else ()):
             logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
@@ -146,13 +187,23 @@ _V031 = Release(
     gated=False,
     unknown_fields=("output_mode",),
     derender_legacy=True,
+    flat_prompt_logprob_ids=True,
+    render_keys=_RENDER_031,
     body_keys=_BODY_031,
     choice_keys=_CHOICE_030,
     chunk_keys=_CHUNK_030,
     rewrites=("release-shape", "release-no-abort-chunk"),
 )
 RELEASES: dict[str, Release] = {
-    "0.30": replace(_V031, version="0.30.0", tokens_only_stop=DETOKENIZE_STOP, body_keys=_BODY_030),
+    "0.30": replace(
+        _V031,
+        version="0.30.0",
+        tokens_only_stop=DETOKENIZE_STOP,
+        body_keys=_BODY_030,
+        unknown_sampling=("prompt_logprob_token_ids",),
+        flat_prompt_logprob_ids=False,
+        render_keys=_RENDER_030,
+    ),
     "0.31": _V031,
     "0.32": Release("0.32.0"),
 }

@@ -217,7 +217,7 @@ def generate_request(
         raise ValidationFailure(errors)
     if cfg.has_defect("render-generate-mismatch"):
         out["token_ids"] = [str(t) for t in ids]
-    return out
+    return cfg.release.rendered(out)
 
 
 def completion_prompts(

@@ -386,6 +386,53 @@ async def test_derender_reads_the_legacy_shape_only(version: str) -> None:
         )
 
 
+@pytest.mark.parametrize("version", OLD)
+async def test_derender_ignores_output_mode(version: str) -> None:
+    """Their GenerateResponse has no output_mode: a "text" one derenders (live diff, 0.30 and
+    0.31: 200 text_completion), where 0.32 answers 400."""
+    async with asgi_client([*SO, "--mock-vllm-version", version]) as client:
+        out = (await client.post(GEN, json=BODY)).json()
+        r = await client.post(
+            "/v1/completions/derender",
+            json={"generate_responses": [{**out, "output_mode": "text"}]},
+        )
+        assert r.status_code == 200, r.text
+
+
+# -- render and newer sampling fields (live diffs of 2026-12-03) --------------------------
+RENDER_031 = [
+    "request_id", "token_ids", "token_offsets", "features", "content_parts", "sampling_params",
+    "model", "return_token_ids", "stream", "stream_options", "cache_salt", "priority",
+    "kv_transfer_params", "ec_transfer_params",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("version", "keys"),
+    [("0.30", [*RENDER_031[:2], "assistant_tokens_mask", *RENDER_031[2:]]), ("0.31", RENDER_031)],
+)
+async def test_render_answers_the_release_keys(version: str, keys: list[str]) -> None:
+    async with asgi_client([*SO, "--mock-vllm-version", version]) as client:
+        chat = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+        r = await client.post("/v1/chat/completions/render", json=chat)
+        assert r.status_code == 200, r.text
+        assert list(r.json()) == keys
+        r = await client.post("/v1/completions/render", json={"prompt": "hi", "max_tokens": 2})
+        assert [list(x) for x in r.json()] == [keys]
+
+
+@pytest.mark.parametrize(("version", "status"), [("0.30", 200), ("0.31", 400), ("0.32", 400)])
+async def test_prompt_logprob_token_ids_per_release(version: str, status: int) -> None:
+    """0.30 has no such field (ignored); 0.31's is a flat list[int] (nested lists: pydantic's
+    400); 0.32's nested lists need the V2 model runner (400 BadRequestError)."""
+    nested = with_params(max_tokens=1, prompt_logprob_token_ids=[[5, 6], [5, 6]])
+    r = await post([*SO, "--mock-vllm-version", version], GEN, nested)
+    assert r.status_code == status, r.text
+    if version == "0.31":
+        error = r.json()["error"]
+        assert error["type"] == "Bad Request" and "int_type" in error["message"]
+
+
 async def test_032_derender_still_takes_the_integer_shape() -> None:
     async with asgi_client(SO) as client:
         out = (await client.post(GEN, json=with_params(logprobs=1))).json()
