@@ -94,9 +94,20 @@ class Timeline:
             return Outcome.LANDED
         if self.tokens < self.max_tokens or self.finish_reason is None:
             return Outcome.CUT
+        if self.could_finish_first(itl_s):
+            return Outcome.TOO_CLOSE
         if outlived(self.action_answered_s, self.ended_s, max(itl_s, self.gap_s())):
             return Outcome.IGNORED
         return Outcome.TOO_CLOSE
+
+    def could_finish_first(self, itl_s: float) -> bool:
+        """At the server's measured pace, the whole request fits between its first token and
+        the moment the action was sent: it may have ended before the action arrived, and a
+        late end on the client's side is only its reading lagging (a fast server under a
+        loaded client: the suite's own CI)."""
+        if not itl_s or self.first_token_s is None or self.action_sent_s is None:
+            return False
+        return self.max_tokens * itl_s < self.action_sent_s - self.first_token_s
 
     def describe(self) -> str:
         def at(value: float | None) -> str:

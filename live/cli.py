@@ -160,7 +160,7 @@ def _releases(args: argparse.Namespace, profiles: list[LiveProfile]) -> int:
         return 0
     from .orchestrate import run_releases
 
-    return run_releases(args, versions, profiles)
+    return run_releases(args, versions, profiles, backend_from)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -182,13 +183,17 @@ def run_all(
     return 0 if ok else 1
 
 
-def run_releases(args: argparse.Namespace, versions: list[str], profiles: list[LiveProfile]) -> int:
+def run_releases(
+    args: argparse.Namespace,
+    versions: list[str],
+    profiles: list[LiveProfile],
+    backend_from: Callable[[argparse.Namespace], Backend],
+) -> int:
     """Each release in its own environment, one after another; per release the whole live run
     in OUT/vllm-V/, then the release matrix of all their reports in OUT/matrix.html and .md."""
     from conformance.reporting.matrix_cli import run as render_matrix
 
     from . import releases
-    from .cli import backend_from
 
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
