@@ -7,7 +7,7 @@ import contextlib
 import random
 import secrets
 from collections import Counter, deque
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -235,14 +235,19 @@ class Engine:
                 active = still
                 if job.abort_after is not None and step >= job.abort_after and active:
                     job.abort()
-            active_seqs = [seq for seq in job.sequences if seq.finish_reason is None]
-            for seq in active_seqs:
-                seq.finish_reason = "abort"
-                if cfg.has_defect("abort-stop-reason-set"):
-                    seq.stop_reason = "abort"
+            for seq in self._end_unfinished(job):
                 yield Event(seq, len(seq.records), True)
         finally:
             self._close(job, n, admitted)
+
+    def _end_unfinished(self, job: Job) -> Iterator[Sequence]:
+        """The sequences an abort cut short, each ended as aborted as it is reached (`run`
+        yields its event before the next one ends; `complete` ends them all)."""
+        for seq in [seq for seq in job.sequences if seq.finish_reason is None]:
+            seq.finish_reason = "abort"
+            if self.cfg.has_defect("abort-stop-reason-set"):
+                seq.stop_reason = "abort"
+            yield seq
 
     async def complete(self, job: Job, on_wait: Callable[[], None]) -> None:
         """`run` for a non-streamed request, which reads no events: the same tokens, waits
@@ -293,11 +298,8 @@ class Engine:
                 active = still
                 if job.abort_after is not None and step >= job.abort_after and active:
                     job.abort()
-            for seq in job.sequences:
-                if seq.finish_reason is None:  # cut short by an abort
-                    seq.finish_reason = "abort"
-                    if cfg.has_defect("abort-stop-reason-set"):
-                        seq.stop_reason = "abort"
+            for _ in self._end_unfinished(job):
+                pass
         finally:
             self._close(job, n, admitted)
 
