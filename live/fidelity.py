@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from mock_server.releases import RELEASES
+
 from .launcher import LiveServer, ServerStartError, free_port
 from .profiles import Backend, LiveProfile
 from .standin import is_standin
@@ -26,8 +28,9 @@ INTENDED_FILE = Path(__file__).with_name("intended_differences.yaml")
 
 # The tiny model's vocabulary, so the mock answers the same ids in and out of range.
 MOCK_KNOBS = ("--mock-itl-ms", "1", "--mock-vocab-size", "2048")
-MOCK_RELEASES = ("0.30", "0.31", "0.32")
-"""The releases `tito-mock --mock-vllm-version` plays; other versions are diffed against 0.32."""
+MOCK_RELEASES = tuple(RELEASES)
+"""The releases `tito-mock --mock-vllm-version` plays, oldest first; other versions are diffed
+against the newest."""
 
 
 CRASHERS: dict[str, tuple[str, ...]] = {

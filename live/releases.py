@@ -49,11 +49,6 @@ class Release:
     def vllm(self) -> str:
         return str(self.venv / "bin" / "vllm")
 
-    @property
-    def mock_version(self) -> str:
-        """The `--mock-vllm-version` the mock plays this release with: major.minor."""
-        return ".".join(self.version.split(".")[:2])
-
 
 def parse_versions(text: str) -> list[str]:
     """`0.30.0,0.31.0` -> the versions, in the given order, without repeats."""

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from live import cli, releases
+from live.fidelity import release_of
 from live.standin import RELEASE_ENV, is_standin
 from live.standin.install import write_executable
 
@@ -37,7 +38,7 @@ def test_each_release_has_its_own_environment(tmp_path: Path) -> None:
     assert a.python == str(tmp_path / "cpu-0.30.0" / "bin" / "python")
     assert a.venv != b.venv
     assert releases.Release.at(tmp_path, "gpu", "0.31.0").vllm.endswith("gpu-0.31.0/bin/vllm")
-    assert (a.mock_version, b.mock_version) == ("0.30", "0.31")
+    assert (release_of(a.version), release_of(b.version)) == ("0.30", "0.31"), "the mock plays"
 
 
 def test_print_argv_names_each_release_interpreter(
