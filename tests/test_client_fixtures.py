@@ -84,6 +84,7 @@ def test_per_request_fault_headers(tito_transport: httpx.BaseTransport) -> None:
     assert failed.json()["error"]["code"] == 503
 
 
+@pytest.mark.tito_mock(itl_ms=5)
 def test_an_async_client_streams_and_aborts_by_closing(
     tito_async_transport: httpx.AsyncBaseTransport, tito_mock: TitoMock
 ) -> None:
@@ -92,6 +93,8 @@ def test_an_async_client_streams_and_aborts_by_closing(
         async with client, client.stream("POST", GENERATE, json=body(4000)) as response:
             async for line in response.aiter_lines():
                 if line.startswith("data: "):
+                    # Paced, so the 4,000 tokens are still coming: unpaced, a starved client
+                    # thread can read its first line after the mock has written them all.
                     return response.status_code, tito_mock.stats()["in_flight"]
         raise AssertionError("no event")
 
