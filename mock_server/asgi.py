@@ -19,13 +19,21 @@ class Disconnected(Exception):
     """The client went away while we were reading its body."""
 
 
+HEADERS = "tito.headers"
+
+
 def header(scope: Scope, name: str) -> str | None:
-    """A request header by case-insensitive name (first occurrence)."""
-    key = name.lower().encode("latin1")
-    for k, v in scope.get("headers", ()):
-        if k.lower() == key:
-            return v.decode("latin1")
-    return None
+    """A request header by case-insensitive name (first occurrence).
+
+    A generate request looks up half a dozen headers: the scope keeps them by lowercased name
+    after the first lookup instead of lowercasing every header at every lookup."""
+    table: dict[str, str] | None = scope.get(HEADERS)
+    if table is None:
+        table = {}
+        for k, v in scope.get("headers", ()):
+            table.setdefault(k.decode("latin1").lower(), v.decode("latin1"))
+        scope[HEADERS] = table
+    return table.get(name.lower())
 
 
 async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:

@@ -105,6 +105,7 @@ class Engine:
         self.scheduler = Scheduler(config.max_num_seqs)
         self.weight_version = "default"
         self._rng = random.Random(config.seed)
+        self._ids = random.Random(secrets.randbits(64))
         self._jobs: dict[str, list[Job]] = {}
         self.received = 0
         self.in_flight = 0
@@ -133,7 +134,9 @@ class Engine:
         return self.weight_version
 
     def new_request_id(self) -> str:
-        return secrets.token_hex(8)
+        """16 hex digits, like `secrets.token_hex(8)` but without a system call per request
+        (ids need to be unique, not secret; the generator is seeded from the OS at start)."""
+        return f"{self._ids.getrandbits(64):016x}"
 
     def abort(self, request_ids: list[str]) -> int:
         """Abort every running request carrying one of the ids; unknown ids are ignored."""
@@ -289,10 +292,17 @@ class Engine:
                             break
                     else:
                         await asyncio.sleep(0)
-                step += 1
+                # The steps up to the next hand-over or abort point, sequence by sequence:
+                # nothing else runs in between, and each sequence draws from its own rng.
+                # An abort that came in during the hand-over still gets `run`'s one step.
+                count = 1 if itl > 0 or job.aborted.is_set() else YIELD_EVERY - step % YIELD_EVERY
+                if job.abort_after is not None and job.abort_after > step:
+                    count = min(count, job.abort_after - step)
+                step += count
+                label = self._label()
                 still = []
                 for seq, sampler in active:
-                    sampler.step(seq, self._label())
+                    sampler.burst(seq, count, label)
                     if seq.finish_reason is None:
                         still.append((seq, sampler))
                 active = still

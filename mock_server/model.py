@@ -116,6 +116,24 @@ class ToyModel:
         v = self.vocab_size
         return Context(a, a_inv, (h >> 15) % v, h % 8 == 0, v, self.eos_id)
 
+    def token_after(self, t1: int, t2: int, rank: int) -> int:
+        """`context(t1, t2).token_at(rank)` in one call, for the per-token loop: no lookup in
+        the context cache (most contexts of a random walk are new) and no Context made."""
+        x = ((self._seed ^ (t1 * 0x100000001B3 + t2)) + 0x9E3779B97F4A7C15) & _MASK  # _mix
+        x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+        x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
+        h = x ^ (x >> 31)
+        a, a_inv = self._units[(h >> 3) % UNITS]
+        v = self.vocab_size
+        b = (h >> 15) % v
+        idx = rank - 1
+        if h % 8 == 0:  # the EOS swap
+            if idx == EOS_RANK - 1:
+                return self.eos_id
+            if idx == (a * self.eos_id + b) % v:
+                idx = EOS_RANK - 1
+        return ((idx - b) * a_inv) % v
+
     def context_for(self, tokens: list[int]) -> Context:
         t1 = tokens[-2] if len(tokens) > 1 else -1
         return self.context(t1, tokens[-1] if tokens else -1)
@@ -174,6 +192,12 @@ class ToyModel:
                 return rank
         return ranks[-1]
 
+    def draw_table(self, temperature: float, limit: int) -> tuple[list[float], float, float]:
+        """What a draw reads: the cumulative weights, the weight of ranks 1..limit, and of
+        the head's ranks (`drawer`, and `Sampler.burst`'s loop, which inlines it)."""
+        cum = self._cumulative(temperature)
+        return cum, cum[limit - 1], cum[HEAD - 1]
+
     def drawer(self, temperature: float, limit: int) -> Callable[[float], int]:
         """Inverse-CDF sampling of a rank in 1..limit: `draw(u)` for a uniform u in [0, 1).
 
@@ -181,9 +205,7 @@ class ToyModel:
         searching the whole list (the list is sorted) without walking a vocabulary-sized list
         of floats scattered over memory. Made once per sequence: a draw is then one call.
         """
-        cum = self._cumulative(temperature)
-        scale = cum[limit - 1]
-        head_end = cum[HEAD - 1]
+        cum, scale, head_end = self.draw_table(temperature, limit)
         bisect_right = bisect.bisect_right
 
         def draw(u: float) -> int:
