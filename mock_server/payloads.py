@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from mock_server import transforms
@@ -138,17 +140,28 @@ class Builder:
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
-def _choice_bytes(seq: Sequence) -> str:
-    records = seq.records
-    spans = ",".join(
-        f'{{"version":{_encode(span["version"])},"start":{span["start"]},"end":{span["end"]}}}'
+_json_str: Callable[[str], str] = lru_cache(maxsize=256)(_encode)
+"""A JSON string of the few a server repeats (reasons, modes, labels, model names)."""
+
+
+def _spans_bytes(records: list[TokenRecord]) -> str:
+    if records and len({rec.version for rec in records}) == 1:  # one label: one span
+        return f'{{"version":{_json_str(records[0].version)},"start":0,"end":{len(records)}}}'
+    return ",".join(
+        f'{{"version":{_json_str(span["version"])},"start":{span["start"]},"end":{span["end"]}}}'
         for span in weight_spans(records)
     )
+
+
+def _choice_bytes(seq: Sequence) -> str:
+    records = seq.records
     ids = ",".join([str(rec.token_id) for rec in records])
+    stop = seq.stop_reason
+    stop_json = "null" if stop is None else str(stop) if type(stop) is int else _encode(stop)
     return (
-        f'{{"index":{seq.index},"finish_reason":{_encode(seq.finish_reason or "stop")},'
-        f'"stop_reason":{_encode(seq.stop_reason)},"token_ids":[{ids}],"routed_experts":null,'
-        f'"sampling_mask":null,"weight_versions":[{spans}],"logprobs":null}}'
+        f'{{"index":{seq.index},"finish_reason":{_json_str(seq.finish_reason or "stop")},'
+        f'"stop_reason":{stop_json},"token_ids":[{ids}],"routed_experts":null,'
+        f'"sampling_mask":null,"weight_versions":[{_spans_bytes(records)}],"logprobs":null}}'
     )
 
 
@@ -174,12 +187,12 @@ def plain_full(b: Builder) -> bytes | None:
     prompt_ids = _encode(list(req.token_ids)) if req.return_token_ids else "null"
     choices = ",".join([_choice_bytes(seq) for seq in seqs])
     return (
-        f'{{"request_id":{_encode(b.request_id)},"model":{_encode(b.model_name)},'
+        f'{{"request_id":{_encode(b.request_id)},"model":{_json_str(b.model_name)},'
         f'"created":{b.created},"usage":{{"prompt_tokens":{prompt},'
         f'"total_tokens":{prompt + total},"completion_tokens":{total},'
         f'"prompt_tokens_details":null,"completion_tokens_details":null}},'
         f'"prompt_logprobs":null,"prompt_token_id_logprobs":null,'
         f'"prompt_token_ids":{prompt_ids},"mm_placeholders":null,"metrics":null,'
-        f'"kv_transfer_params":null,"ec_transfer_params":null,"output_mode":{_encode(b.echo)},'
+        f'"kv_transfer_params":null,"ec_transfer_params":null,"output_mode":{_json_str(b.echo)},'
         f'"choices":[{choices}]}}'
     ).encode()
