@@ -8,7 +8,9 @@ each; on a shared machine the bare figure alone moves by 30% between runs. Here 
 drives each server in turn (wrk, 32 connections, 16-token answers) and reports both req/s
 and the server's CPU microseconds per request, which another job's load moves far less than
 a rate. The current tree is always measured, as `this`; each `--tree NAME=PATH` adds a
-checkout of the kit whose mock is run with that `PYTHONPATH`.
+checkout of the kit whose mock is run with that `PYTHONPATH`. Every server gets the same
+request (the 16-token body); `--bodiless-bare` adds the bare endpoint driven with bodiless
+POSTs, the baseline `bench_mock.py` used before, to show what that left out.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from bench_mock import GEN16, HERE, record, server
 from loadgen import ensure_wrk, run_wrk
@@ -50,6 +53,11 @@ def main() -> int:
     parser.add_argument("--tree", action="append", default=[], metavar="NAME=PATH")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=4.0)
+    parser.add_argument(
+        "--bodiless-bare",
+        action="store_true",
+        help="also drive the bare endpoint with bodiless POSTs (bench_mock.py's old baseline)",
+    )
     args = parser.parse_args()
     trees: dict[str, Path | None] = {"this": None}
     for spec in args.tree:
@@ -57,34 +65,33 @@ def main() -> int:
         trees[name] = Path(path).resolve()
     ensure_wrk()
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
-        targets: dict[str, tuple[str, int, str]] = {}
+        # name -> (url, pid, request body); every server but the bodiless bare gets GEN16
+        targets: dict[str, tuple[str, int, dict[str, Any] | None]] = {}
         for name, tree in trees.items():
             with pythonpath(tree):
                 url, proc = stack.enter_context(server(mock_argv()))
-            targets[name] = (url, proc.pid, GENERATE)
-        json_file, sse_file = record(targets["this"][0], Path(tmp))
+            targets[name] = (url + GENERATE, proc.pid, GEN16)
+        json_file, sse_file = record(targets["this"][0].removesuffix(GENERATE), Path(tmp))
         bare_argv = [sys.executable, str(HERE / "bare_app.py"), "--json-file", str(json_file)]
         bare_argv += ["--sse-file", str(sse_file)]
         url, proc = stack.enter_context(server(bare_argv))
-        targets["bare"] = (url, proc.pid, "/json")
-        for url, pid, path in targets.values():  # warm-up
-            run_wrk(url + path, GEN16 if path == GENERATE else None, 32, 1, pid)
-        names = list(targets)
-        print("round  " + "".join(f"{n + ' req/s (CPU/req)':>28}" for n in names), end="")
-        print("".join(f"{n + '/bare':>12}" for n in names[:-1]))
+        targets["bare"] = (url + "/json", proc.pid, GEN16)
+        if args.bodiless_bare:
+            targets["bare-nobody"] = (url + "/json", proc.pid, None)
+        for url, pid, body in targets.values():  # warm-up
+            run_wrk(url, body, 32, 1, pid)
+        mocks = list(trees)
+        print(f"{'round':<7}" + "".join(f"{n + ' req/s (CPU/req)':>30}" for n in targets), end="")
+        print("".join(f"{n + '/bare':>12}" for n in mocks))
         for i in range(args.rounds):
             rates, cells = {}, []
-            for name in names:
-                url, pid, path = targets[name]
-                load = run_wrk(
-                    url + path, GEN16 if path == GENERATE else None, 32, args.seconds, pid
-                )
+            for name, (url, pid, body) in targets.items():
+                load = run_wrk(url, body, 32, args.seconds, pid)
                 rates[name] = load.requests_per_s
                 cpu_us = load.server_cpu_s / (load.requests_per_s * load.seconds) * 1e6
                 cells.append(f"{load.requests_per_s:,.0f} ({cpu_us:,.0f} us)")
-            ratios = [rates[n] / rates["bare"] for n in names[:-1]]
-            print(f"{i + 1:<7}" + "".join(f"{c:>28}" for c in cells), end="")
-            print("".join(f"{r:>12.2f}" for r in ratios))
+            print(f"{i + 1:<7}" + "".join(f"{c:>30}" for c in cells), end="")
+            print("".join(f"{rates[n] / rates['bare']:>12.2f}" for n in mocks))
     return 0
 
 
