@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 from hypothesis import given, settings
@@ -75,7 +74,7 @@ def _drive(argv: list[str], sp: dict[str, Any], prompt: list[int], counts: list[
         engine.tokenizer,
         req.sampling,
         prompt,
-        random.Random(7),
+        engine._rng_for(req, 0),  # the seed, or the server generator (fresh: the same)
         sp["max_tokens"],
         False,
     )
