@@ -65,9 +65,15 @@ class Scheduler:
         """`acquire(n)` would admit at once, without handing the loop over."""
         return not self._waiters and self.free >= n
 
-    async def acquire(self, n: int, aborted: asyncio.Event) -> bool:
+    def try_acquire(self, n: int) -> bool:
+        """`acquire` when it would admit at once (no coroutine to run for the common case)."""
         if self.free_now(n):
             self.free -= n
+            return True
+        return False
+
+    async def acquire(self, n: int, aborted: asyncio.Event) -> bool:
+        if self.try_acquire(n):
             return True
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         entry = (n, fut)
@@ -265,10 +271,11 @@ class Engine:
         admitted = False
         waited = False
         try:
-            if not self.scheduler.free_now(n):
+            admitted = self.scheduler.try_acquire(n)
+            if not admitted:
                 waited = True
                 on_wait()
-            admitted = await self.scheduler.acquire(n, job.aborted)
+                admitted = await self.scheduler.acquire(n, job.aborted)
             if admitted and cfg.mock_ttft_ms > 0:
                 if not waited:
                     waited = True

@@ -43,16 +43,17 @@ def loads(raw: bytes) -> Any:
     Raises json.JSONDecodeError or UnicodeDecodeError for bytes that are not JSON, TooDeep for
     too much nesting, and a 400 ApiError for a lone surrogate.
     """
+    # "{" then a non-NUL byte: detect_encoding's "utf-8" without its checks (no BOM so starts);
+    # decoded here as json.loads would, to spare it the detection
+    utf8 = raw[:1] == b"{" and raw[1:2] not in (b"", b"\0")
     try:
-        body = json.loads(raw)
+        body = json.loads(raw.decode("utf-8", "surrogatepass") if utf8 else raw)
     except RecursionError:
         raise TooDeep(TOO_DEEP) from None
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise
     except ValueError as exc:  # e.g. an integer literal past sys.get_int_max_str_digits()
         raise json.JSONDecodeError(str(exc), "", 0) from None
-    # "{" then a non-NUL byte: detect_encoding's "utf-8" without its checks (no BOM so starts)
-    utf8 = raw[:1] == b"{" and raw[1:2] not in (b"", b"\0")
     if not utf8:
         utf8 = json.detect_encoding(raw) == "utf-8"
     deep = raw.count(b"[") + raw.count(b"{") > MAX_DEPTH
