@@ -6,6 +6,7 @@ import random
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from mock_server.config import MockConfig
 from mock_server.model import HEAD, Context, ToyModel
@@ -59,23 +60,20 @@ class Sampler:
         self.t2 = prompt[-1] if prompt else -1
         self.rng = rng
         self.max_tokens = max_tokens
-        self.banned = set(sampling.stop_token_ids) | (
-            {tokenizer.eos_id} if not sampling.ignore_eos else set()
-        )
         self.limit = 1
         if not sampling.greedy:
             self.limit = model.cutoff(
                 sampling.temperature, sampling.top_k, sampling.top_p, sampling.min_p
             )
-        temperature = 1.0 if sampling.greedy else sampling.temperature  # greedy never draws
-        self.draw = model.drawer(temperature, self.limit)
-        self.table = model.draw_table(temperature, self.limit)
+        self.temperature = 1.0 if sampling.greedy else sampling.temperature  # greedy: no draw
+        self.table = model.draw_table(self.temperature, self.limit)
         self.want_text = want_text
         ignored = config.has_defect("stop-token-ids-ignored") or (
             config.tokens_only and config.has_defect("tokens-only-stop-token-ids-ignored")
         )
         self.stop_ids = frozenset(() if ignored else sampling.stop_token_ids)
-        self.allowed = sorted(set(sampling.allowed_token_ids or []))
+        allowed = sampling.allowed_token_ids
+        self.allowed = sorted(set(allowed)) if allowed else []
         # what `burst` may take its loop for: each token is a rank, a token and a record
         self.plain = (
             not self.allowed and sampling.logprobs is None and not config.return_sampling_mask
@@ -84,6 +82,17 @@ class Sampler:
         self.watch = self.stop_ids | (
             frozenset() if sampling.ignore_eos else frozenset((tokenizer.eos_id,))
         )
+
+    # What only `step` uses, made when it is first needed (`burst` needs neither).
+    @cached_property
+    def banned(self) -> set[int]:
+        """The tokens min_tokens keeps out: stop ids, and EOS unless ignore_eos."""
+        sp = self.sp
+        return set(sp.stop_token_ids) | ({self.tok.eos_id} if not sp.ignore_eos else set())
+
+    @cached_property
+    def draw(self) -> Callable[[float], int]:
+        return self.model.drawer(self.temperature, self.limit)
 
     def _pick_allowed(self, rank_of: Callable[[int], int], below_min: bool) -> int:
         """allowed_token_ids masks the logits: only those tokens can be sampled (top_k after)."""
