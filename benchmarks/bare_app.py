@@ -1,9 +1,10 @@
 """The baseline the mock is measured against: the same bytes from a bare endpoint.
 
 Starlette routing a raw ASGI endpoint under uvicorn with the mock's settings, as the mock's
-generate endpoint is served: `POST /json` answers the recorded non-streamed body, `POST /sse`
-sends the recorded stream one event per `send`, as the mock sends it. Nothing is parsed or
-computed, so mock/bare is the cost of the mock itself on the same stack.
+generate endpoint is served: `POST /json` answers the recorded non-streamed body with its
+content-length, `POST /sse` sends the recorded stream one event per `send` (chunked), as the
+mock sends them. Nothing is parsed or computed, so mock/bare is the cost of the mock itself
+on the same stack.
 """
 
 from __future__ import annotations
@@ -38,8 +39,10 @@ class Recorded:
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         await _drain(receive)
-        if not self.events:
-            await send({"type": "http.response.start", "status": 200, "headers": JSON_HEADERS})
+        if not self.events:  # framed by content-length, as the mock frames its answer
+            length = [(b"content-length", str(len(self.json_body)).encode())]
+            start = {"type": "http.response.start", "status": 200, "headers": length + JSON_HEADERS}
+            await send(start)
             await send({"type": "http.response.body", "body": self.json_body})
             return
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
