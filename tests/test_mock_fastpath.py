@@ -179,7 +179,7 @@ def test_complete_waits_only_after_telling() -> None:
 
     async def one(argv: list[str], max_tokens: int) -> None:
         engine = Engine(parse_args(["--enable-scale-out", *argv]))
-        req = parse_generate(gen({"max_tokens": max_tokens}), engine.cfg)
+        req = parse_generate(gen({"max_tokens": max_tokens, "ignore_eos": True}), engine.cfg)
         job = Job(request_id="r", req=req, max_tokens=max_tokens)
         calls.clear()
         await engine.complete(job, lambda: calls.append("wait"))

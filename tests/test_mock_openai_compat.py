@@ -6,6 +6,7 @@ same tokens as render -> generate for the same templated prompt and seed (vLLM's
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import httpx
@@ -57,13 +58,23 @@ async def test_answer_has_vllms_shape(name: str) -> None:
     want, got = cap["response"]["body"], r.json()
     same_shape(want, got)
     assert len(got["choices"]) == len(want["choices"])
-    for a, b in zip(want["choices"], got["choices"], strict=True):
+    # Where a choice stops is the model's: the toy model meets EOS elsewhere than vLLM's tiny
+    # one. A choice that ran to max_tokens on both servers has vLLM's length; none is longer
+    # than a choice vLLM ran to max_tokens; the choices' tokens add up to the usage.
+    pairs = list(zip(want["choices"], got["choices"], strict=True))
+    both_length = [a["finish_reason"] == b["finish_reason"] == "length" for a, b in pairs]
+    for (a, b), same in zip(pairs, both_length, strict=True):
         if a.get("token_ids") is not None:
-            assert len(a["token_ids"]) == len(b["token_ids"])
+            assert len(a["token_ids"]) == len(b["token_ids"]) or not same
+            assert len(b["token_ids"]) <= len(a["token_ids"]) or a["finish_reason"] != "length"
     assert {k: v for k, v in got["usage"].items() if k != "total_tokens"}.keys() == want[
         "usage"
     ].keys() - {"total_tokens"}
-    assert got["usage"]["completion_tokens"] == want["usage"]["completion_tokens"]
+    if all(both_length):
+        assert got["usage"]["completion_tokens"] == want["usage"]["completion_tokens"]
+    if all(c.get("token_ids") is not None for c in got["choices"]):
+        lengths = sum(len(c["token_ids"]) for c in got["choices"])
+        assert got["usage"]["completion_tokens"] == lengths
 
 
 @pytest.mark.parametrize("name", ["chat_stream", "completions_stream"])
@@ -156,7 +167,13 @@ async def test_streamed_tokens_and_text_equal_the_full_answer(path: str) -> None
 
 
 async def test_stop_strings_and_logprobs_follow_generate() -> None:
-    request = {"prompt": "def hello(", "max_tokens": 30, "seed": 2, "logprobs": 3}
+    request = {
+        "prompt": "def hello(",
+        "max_tokens": 30,
+        "seed": 2,
+        "logprobs": 3,
+        "ignore_eos": True,
+    }
     async with asgi_client(["--enable-scale-out"]) as c:
         first = (await c.post("/v1/completions", json=request)).json()["choices"][0]
         stop = first["text"][4:6]
@@ -167,7 +184,8 @@ async def test_stop_strings_and_logprobs_follow_generate() -> None:
     lp = first["logprobs"]
     assert len(lp["tokens"]) == len(lp["token_logprobs"]) == len(lp["top_logprobs"])
     assert all(1 <= len(top) <= 4 for top in lp["top_logprobs"])
-    assert "".join(lp["tokens"]) == first["text"] or "\ufffd" in "".join(lp["tokens"])
+    spoken = re.sub(r"<\|\w+\|>", "", "".join(lp["tokens"]))  # the text skips special tokens
+    assert spoken == first["text"] or "\ufffd" in spoken
 
 
 async def test_chat_on_tokens_only_is_vllms_400() -> None:

@@ -23,7 +23,7 @@ CASES: list[tuple[list[str], dict[str, Any], dict[str, Any]]] = [
     ([], body(seed=2, n=3), {}),
     ([], body(seed=3, ignore_eos=True), {"X-Request-Id": ODD_ID}),
     ([], body(), {}),  # unseeded: the server's own generator, the same for a fresh server
-    ([], body(seed=9, stop=["a"], stop_token_ids=[198]), {}),
+    ([], body(seed=9, stop=["a"], stop_token_ids=[198], min_tokens=4), {}),  # 4+ chunks
     ([], {**body(seed=5), "return_token_ids": True, "stream_options": {"include_usage": True}}, {}),
     ([], body(seed=6, max_tokens=40), {"X-Mock-Abort-After-Tokens": "7"}),
     (["--enable-return-routed-experts", "--served-model-name", "m\u00e9"], body(seed=7), {}),
