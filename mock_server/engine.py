@@ -61,16 +61,13 @@ class Scheduler:
         self.free = capacity
         self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
 
-    def free_now(self, n: int) -> bool:
-        """`acquire(n)` would admit at once, without handing the loop over."""
-        return not self._waiters and self.free >= n
-
     def try_acquire(self, n: int) -> bool:
-        """`acquire` when it would admit at once (no coroutine to run for the common case)."""
-        if self.free_now(n):
-            self.free -= n
-            return True
-        return False
+        """`acquire` when it would admit at once, without handing the loop over (no coroutine
+        to run for the common case); False, taking nothing, otherwise."""
+        if self._waiters or self.free < n:
+            return False
+        self.free -= n
+        return True
 
     async def acquire(self, n: int, aborted: asyncio.Event) -> bool:
         if self.try_acquire(n):

@@ -107,11 +107,15 @@ class ToyModel:
         self.probs, self.logprobs = _rank_distribution(vocab_size)
         self._cum = self._cumulative(1.0)
 
+    def _hash(self, t1: int, t2: int) -> int:
+        """A context's hash: one splitmix round of the pair, salted with the server's seed."""
+        return _mix(self._seed ^ (t1 * 0x100000001B3 + t2))
+
     @lru_cache(maxsize=256)  # noqa: B019 - one model per server; contexts repeat a lot
     def context(self, t1: int, t2: int) -> Context:
-        # One splitmix round of the pair; bits 0-2 pick the EOS swap, 3-14 the multiplier
+        # The pair's hash: bits 0-2 pick the EOS swap, 3-14 the multiplier
         # (from a table: no gcd or modular inverse per context), the rest the offset.
-        h = _mix(self._seed ^ (t1 * 0x100000001B3 + t2))
+        h = self._hash(t1, t2)
         a, a_inv = self._units[(h >> 3) % UNITS]
         v = self.vocab_size
         return Context(a, a_inv, (h >> 15) % v, h % 8 == 0, v, self.eos_id)
@@ -119,10 +123,7 @@ class ToyModel:
     def token_after(self, t1: int, t2: int, rank: int) -> int:
         """`context(t1, t2).token_at(rank)` in one call, for the per-token loop: no lookup in
         the context cache (most contexts of a random walk are new) and no Context made."""
-        x = ((self._seed ^ (t1 * 0x100000001B3 + t2)) + 0x9E3779B97F4A7C15) & _MASK  # _mix
-        x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-        x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
-        h = x ^ (x >> 31)
+        h = self._hash(t1, t2)
         a, a_inv = self._units[(h >> 3) % UNITS]
         v = self.vocab_size
         b = (h >> 15) % v

@@ -123,7 +123,7 @@ class Sampler:
     def _pick_rank(self, ctx_rank_token: Callable[[int], int], below_min: bool) -> int:
         sp = self.sp
         if sp.greedy:
-            rank = 2 if self.cfg.has_defect("greedy-not-greedy") else 1
+            rank = self.greedy_rank
             while below_min and ctx_rank_token(rank) in self.banned:
                 rank += 1
             return rank
@@ -164,7 +164,7 @@ class Sampler:
         token a rank, the model's token for it and a record, with the stop checks only when
         the token or the count could end it. Two thirds of a short non-streamed request's
         engine time went to `step`'s generality; the tokens and records are the same
-        (tests/test_mock_fastpath.py).
+        (tests/test_mock_burst.py).
         """
         if not self.plain or seq.detok is not None or len(seq.records) < self.sp.min_tokens:
             for _ in range(count):
