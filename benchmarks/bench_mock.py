@@ -75,6 +75,18 @@ def mock_argv(*extra: str) -> list[str]:
     return [sys.executable, "-m", "mock_server", "--enable-scale-out", *extra]
 
 
+def bare_argv(json_file: Path, sse_file: Path) -> list[str]:
+    """The bare endpoint answering the mock's recorded answers (`record`)."""
+    return [
+        sys.executable,
+        str(HERE / "bare_app.py"),
+        "--json-file",
+        str(json_file),
+        "--sse-file",
+        str(sse_file),
+    ]
+
+
 def startup_seconds(runs: int) -> list[float]:
     times = []
     for _ in range(runs):
@@ -237,15 +249,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         url, proc = stack.enter_context(server(mock_argv("--max-num-seqs", "1100")))
         json_file, sse_file = record(url, Path(tmp))
-        bare_argv = [
-            sys.executable,
-            str(HERE / "bare_app.py"),
-            "--json-file",
-            str(json_file),
-            "--sse-file",
-            str(sse_file),
-        ]
-        bare_url, bare = stack.enter_context(server(bare_argv))
+        bare_url, bare = stack.enter_context(server(bare_argv(json_file, sse_file)))
         small_argv = mock_argv("--max-num-seqs", "1100", "--mock-vocab-size", "2048")
         small_url, small = stack.enter_context(server(small_argv))
         urls = {

@@ -18,34 +18,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
-from bench_mock import GEN16, HERE, record, server
+from bench_mock import GEN16, HERE, bare_argv, mock_argv, record, server
 from loadgen import ensure_wrk, run_wrk
 
 GENERATE = "/inference/v1/generate"
-
-
-def mock_argv() -> list[str]:
-    return [sys.executable, "-m", "mock_server", "--enable-scale-out", "--max-num-seqs", "1100"]
-
-
-@contextlib.contextmanager
-def pythonpath(tree: Path | None) -> Iterator[None]:
-    """Servers started inside import the mock from `tree` (None: this checkout)."""
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = str(tree or HERE.parent)
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = old
 
 
 def main() -> int:
@@ -68,13 +49,14 @@ def main() -> int:
         # name -> (url, pid, request body); every server but the bodiless bare gets GEN16
         targets: dict[str, tuple[str, int, dict[str, Any] | None]] = {}
         for name, tree in trees.items():
-            with pythonpath(tree):
-                url, proc = stack.enter_context(server(mock_argv()))
+            # the server imports the mock from that tree (None: this checkout)
+            path = {"PYTHONPATH": str(tree or HERE.parent)}
+            with mock.patch.dict(os.environ, path):
+                argv = mock_argv("--max-num-seqs", "1100")
+                url, proc = stack.enter_context(server(argv))
             targets[name] = (url + GENERATE, proc.pid, GEN16)
         json_file, sse_file = record(targets["this"][0].removesuffix(GENERATE), Path(tmp))
-        bare_argv = [sys.executable, str(HERE / "bare_app.py"), "--json-file", str(json_file)]
-        bare_argv += ["--sse-file", str(sse_file)]
-        url, proc = stack.enter_context(server(bare_argv))
+        url, proc = stack.enter_context(server(bare_argv(json_file, sse_file)))
         targets["bare"] = (url + "/json", proc.pid, GEN16)
         if args.bodiless_bare:
             targets["bare-nobody"] = (url + "/json", proc.pid, None)
