@@ -108,8 +108,14 @@ class ToyModel:
         self._cum = self._cumulative(1.0)
 
     def _hash(self, t1: int, t2: int) -> int:
-        """A context's hash: one splitmix round of the pair, salted with the server's seed."""
-        return _mix(self._seed ^ (t1 * 0x100000001B3 + t2))
+        """A context's hash: the interpreter's hash of the salted pair, as 64 bits.
+
+        A tuple of ints hashes in C (xxHash's rounds, stable since Python 3.8; pinned by
+        tests/test_mock_model.py), about a fifth of a splitmix round's cost in Python, which
+        was the largest single cost of a generated token. Per-context statistics are those of
+        a random function (tests/test_mock_model.py).
+        """
+        return hash((self._seed, t1, t2)) & _MASK
 
     @lru_cache(maxsize=256)  # noqa: B019 - one model per server; contexts repeat a lot
     def context(self, t1: int, t2: int) -> Context:
@@ -123,7 +129,7 @@ class ToyModel:
     def token_after(self, t1: int, t2: int, rank: int) -> int:
         """`context(t1, t2).token_at(rank)` in one call, for the per-token loop: no lookup in
         the context cache (most contexts of a random walk are new) and no Context made."""
-        h = self._hash(t1, t2)
+        h = hash((self._seed, t1, t2)) & _MASK  # self._hash(t1, t2), without the call
         a, a_inv = self._units[(h >> 3) % UNITS]
         v = self.vocab_size
         b = (h >> 15) % v

@@ -48,3 +48,22 @@ def test_contexts_spread_over_the_multipliers_and_differ_by_server_seed() -> Non
     )
     assert same < 5
     assert ToyModel(151936, 151643).context(5, 9).token_at(1) == model.context(5, 9).token_at(1)
+
+
+def test_the_context_hash_is_pinned() -> None:
+    """Every token the mock generates follows from this hash: a Python whose tuple hash
+    differed would change them all, so the values are pinned here."""
+    model = ToyModel(151936, 151643)
+    assert [model._hash(t1, t2) for t1, t2 in [(-1, -1), (5, 9), (151935, 0)]] == [
+        597940633698406083,
+        14799963767332085591,
+        8981492759516488644,
+    ]
+    assert ToyModel(151936, 151643, seed=7)._hash(5, 9) == 14689248726243747330
+
+
+def test_offsets_spread_evenly() -> None:
+    model, vocab = ToyModel(151936, 151643), 151936
+    bins = Counter(model.context(t1, t2).b * 64 // vocab for t1 in range(120) for t2 in range(120))
+    expected = 120 * 120 / 64
+    assert sum((n - expected) ** 2 / expected for n in bins.values()) < 120  # df 63
