@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-import random
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Protocol
 
 from mock_server.config import MockConfig
 from mock_server.model import HEAD, Context, ToyModel
 from mock_server.request import Sampling
 from mock_server.tokenizer import IncrementalDetokenizer, Tokenizer
+
+Top = list[tuple[int, int, float]] | tuple[()]
+"""(token_id, rank, logprob) of the sampled token then the likeliest others; () without
+logprobs (one shared empty tuple rather than a list per token)."""
 
 
 @dataclass(slots=True)
@@ -19,7 +23,7 @@ class TokenRecord:
     token_id: int
     rank: int
     logprob: float
-    top: list[tuple[int, int, float]]  # (token_id, rank, logprob), sampled first
+    top: Top
     version: str
     support: list[int] | None = None
 
@@ -37,6 +41,13 @@ class Sequence:
         return [r.token_id for r in self.records]
 
 
+class Uniforms(Protocol):
+    """Where a sequence's uniforms come from: a seeded `random.Random`, or the engine's
+    `DrawnAhead` for an unseeded one."""
+
+    def random(self) -> float: ...
+
+
 class Sampler:
     """Samples one sequence of one request; deterministic for a given rng."""
 
@@ -47,7 +58,7 @@ class Sampler:
         tokenizer: Tokenizer,
         sampling: Sampling,
         prompt: list[int],
-        rng: random.Random,
+        rng: Uniforms,
         max_tokens: int,
         want_text: bool,
     ) -> None:
@@ -149,7 +160,7 @@ class Sampler:
         else:  # what _pick_rank returns then: its first draw
             rank = self.draw(self.rng.random())
         token = ctx.token_at(rank)
-        top = [] if sp.logprobs is None else self._top(ctx, token, rank, sp.logprobs)
+        top: Top = () if sp.logprobs is None else self._top(ctx, token, rank, sp.logprobs)
         support = self._support(ctx) if self.cfg.return_sampling_mask else None
         seq.records.append(
             TokenRecord(token, rank, model.logprobs[rank - 1], top, version, support)
@@ -189,7 +200,7 @@ class Sampler:
                 if rank > limit:
                     rank = limit
             token = token_after(t1, t2, rank)
-            records.append(TokenRecord(token, rank, logprobs[rank - 1], [], version))
+            records.append(TokenRecord(token, rank, logprobs[rank - 1], (), version))
             t1, t2 = t2, token
             done += 1
             if token in watch or done >= max_tokens:

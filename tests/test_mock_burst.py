@@ -74,7 +74,7 @@ def _drive(argv: list[str], sp: dict[str, Any], prompt: list[int], counts: list[
         engine.tokenizer,
         req.sampling,
         prompt,
-        engine._rng_for(req, 0),  # the seed, or the server generator (fresh: the same)
+        engine._rng_for(req, 0, sp["max_tokens"]),  # the seed, or the server generator
         sp["max_tokens"],
         False,
     )
