@@ -64,7 +64,7 @@ def main() -> int:
             run_wrk(url, body, 32, 1, pid)
         mocks = list(trees)
         print(f"{'round':<7}" + "".join(f"{n + ' req/s (CPU/req)':>30}" for n in targets), end="")
-        print("".join(f"{n + '/bare':>12}" for n in mocks))
+        print("".join(f"{n + '/bare':>{len(n) + 6}}" for n in mocks))  # as wide as its ratios
         for i in range(args.rounds):
             rates, cells = {}, []
             for name, (url, pid, body) in targets.items():
@@ -73,7 +73,7 @@ def main() -> int:
                 cpu_us = load.server_cpu_s / (load.requests_per_s * load.seconds) * 1e6
                 cells.append(f"{load.requests_per_s:,.0f} ({cpu_us:,.0f} us)")
             print(f"{i + 1:<7}" + "".join(f"{c:>30}" for c in cells), end="")
-            print("".join(f"{rates[n] / rates['bare']:>12.2f}" for n in mocks))
+            print("".join(f"{rates[n] / rates['bare']:>{len(n) + 6}.2f}" for n in mocks))
     return 0
 
 
