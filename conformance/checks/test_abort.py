@@ -11,6 +11,7 @@ from conformance import api
 from conformance.foundations import broken, builds_on
 from conformance.http import Reply
 from conformance.in_flight import (
+    MIN_GAP_S,
     Inconclusive,
     Outcome,
     Timeline,
@@ -129,7 +130,7 @@ def aborted_whole(
             share = shares[min(number, len(shares) - 1)]
             delay = (pace.ttft_s or 0.0) + share * (pace.itl_s or 0.0) * max_tokens
             rid = s.rid(f"abort-whole-{number}")
-            return whole_with(s, rid, max_tokens, max(delay, 0.005), abort)
+            return whole_with(s, rid, max_tokens, max(delay, MIN_GAP_S), abort)
 
         return overlapped(s, attempt, "aborting a non-streamed request")
 
