@@ -25,15 +25,10 @@ def _open(engine: Engine, max_tokens: int, greedy: bool = False) -> tuple[Sample
     sp = {"max_tokens": max_tokens, "ignore_eos": True, **({"temperature": 0} if greedy else {})}
     req = parse_generate({"token_ids": [7, 9], "sampling_params": sp}, engine.cfg)
     rng = engine._rng_for(req, 0, max_tokens)
-    cfg = engine.cfg
     sampler = Sampler(
-        cfg, engine.model, engine.tokenizer, req.sampling, [7, 9], rng, max_tokens, False
+        engine.cfg, engine.model, engine.tokenizer, req.sampling, [7, 9], rng, max_tokens, False
     )
     return sampler, Sequence(index=0)
-
-
-def _tokens(seq: Sequence) -> list[int]:
-    return [rec.token_id for rec in seq.records]
 
 
 def test_unseeded_tokens_depend_on_the_order_of_arrival_not_on_the_interleaving() -> None:
@@ -50,7 +45,7 @@ def test_unseeded_tokens_depend_on_the_order_of_arrival_not_on_the_interleaving(
                 for sampler, seq in opened:
                     if seq.finish_reason is None:
                         sampler.step(seq, "v")
-        runs.append([_tokens(seq) for _, seq in opened])
+        runs.append([seq.token_ids for _, seq in opened])
     assert runs[0] == runs[1]
     assert [len(t) for t in runs[0]] == lengths
     assert len({tuple(t[:3]) for t in runs[0]}) == len(lengths)  # each its own draws
