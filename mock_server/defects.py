@@ -759,3 +759,10 @@ def catalogue_text() -> str:
     return "\n".join(
         f"{d.name:<{width}}  {_where(d):<{ids}}  {d.description}" for d in DEFECTS.values()
     )
+
+
+def requirement_pairs() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(defect name, requirement IDs) per defect, as plain data: the suite's coverage matrix
+    (`tito-conformance requirements --coverage`) reads it through the `tito_conformance.defects`
+    entry point, so the suite never imports the mock."""
+    return tuple((d.name, d.requirements) for d in _CATALOGUE)

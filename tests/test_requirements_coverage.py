@@ -1,0 +1,155 @@
+"""`tito-conformance requirements --coverage`: every requirement, and the ways the kit can fail
+it; a MUST with none is a hole, and the command says so with exit code 1."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conformance import coverage
+from conformance.cli import main
+from conformance.fuzz import findings, stateful
+from conformance.fuzz.checks import OUR_CHECKS
+from conformance.fuzz.covers import FUZZ_COVERS
+from conformance.fuzz.engine import _CHECK_OF_FAILURE
+from conformance.fuzz.expectations import operations
+from conformance.fuzz.run import SEQUENCE_COVERS
+from conformance.fuzz.settings import ServerFacts
+from conformance.requirements import (
+    MUST,
+    SHOULD,
+    Feature,
+    Level,
+    Requirement,
+    all_requirements,
+    by_id,
+)
+from mock_server.defects import DEFECTS
+
+
+@pytest.fixture(scope="module")
+def matrix() -> coverage.Coverage:
+    return coverage.collect()
+
+
+def test_matrix_lists_every_requirement_in_catalogue_order(matrix: coverage.Coverage) -> None:
+    assert [r.id for r in matrix.rows] == [r.id for r in all_requirements()]
+    assert not matrix.notes, matrix.notes
+
+
+def test_every_must_has_a_way_to_fail(matrix: coverage.Coverage) -> None:
+    assert matrix.without_ways(MUST) == []
+    assert coverage.exit_code(matrix) == 0
+
+
+def test_defect_column_reads_the_mock_catalogue(matrix: coverage.Coverage) -> None:
+    """Through the entry point, not an import: a requirement a defect names counts it."""
+    pairs = coverage.defect_counts()
+    assert pairs == (Counter(r for d in DEFECTS.values() for r in set(d.requirements)), [])
+    row = {r.id: r for r in matrix.rows}["GEN-RESP-003"]
+    assert "GEN-RESP-003" in DEFECTS["usage-miscount"].requirements
+    assert row.counts["defect"] >= 1
+
+
+def test_suite_and_fuzz_columns(matrix: coverage.Coverage) -> None:
+    rows = {r.id: r for r in matrix.rows}
+    assert all(r.counts["suite"] >= 1 for r in matrix.rows)  # every requirement has a check
+    assert {rid for rid, r in rows.items() if r.counts["fuzz"]} == FUZZ_COVERS
+
+
+def _requirements_for_range() -> set[str]:
+    """Every ID `requirements_for` returns over the inputs the fuzzer gives it."""
+    checks = {*_CHECK_OF_FAILURE.values(), *(c.__name__ for c in OUR_CHECKS)}
+    checks |= {"answer_budget", "server_survives", "oov_rejected", "media_type_rejected", "x"}
+    ops = [*operations(), "unknownOperation"]
+    statuses = (None, 200, 400, 401, 403, 404, 405, 415, 422, 500)
+    facts = [ServerFacts(p) for p in ("scale-out", "tokens-only", "disabled")]
+    found: set[str] = set()
+    for check, op, group, status, fact, stream in itertools.product(
+        checks, ops, findings.GROUPS, statuses, facts, (False, True)
+    ):
+        found.update(findings.requirements_for(check, op, group, status, fact, stream))
+    return found
+
+
+def _stateful_ids() -> set[str]:
+    """The requirement each stateful `_fail(...)` call files under (its last argument)."""
+    tree = ast.parse(Path(stateful.__file__).read_text())
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "_fail":
+            last = node.args[-1]
+            assert isinstance(last, ast.Constant), ast.unparse(node)
+            ids.add(str(last.value))
+    return ids
+
+
+def test_fuzz_covers_is_what_the_fuzzer_can_file_under() -> None:
+    sequences = set().union(*SEQUENCE_COVERS.values())
+    assert _stateful_ids() <= sequences
+    assert _requirements_for_range() | sequences == FUZZ_COVERS
+    assert set(FUZZ_COVERS) <= set(by_id())
+
+
+def test_no_diff_case_names_a_requirement() -> None:
+    """The diff column is empty because no case names an ID; when one does, wire it in
+    `coverage.diff_counts` and drop this guard."""
+    from conformance.diff.corpus import CORPUS
+
+    pattern = re.compile(r"\b[A-Z]+(?:-[A-Z]+)?-\d{3}\b")
+    named = {c.name: pattern.findall(f"{c.name} {c.covers}") for c in CORPUS}
+    assert not {k: v for k, v in named.items() if v}
+    assert not coverage.diff_counts()
+
+
+def test_cli_exits_0_and_prints_the_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["requirements", "--coverage"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    must = sum(r.level is MUST for r in all_requirements())
+    assert lines[-1] == (
+        f"coverage: {must}/{must} MUST requirements have a way to fail; "
+        f"0 of {len(all_requirements())} requirements have none"
+    )
+    assert re.match(r"^GEN-001 +MUST +suite \d+ +fuzz ✓ +diff - +defect \d+$", lines[0])
+    assert len(lines) == len(all_requirements()) + 1
+
+
+def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["requirements", "--coverage", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in data["requirements"]] == list(by_id())
+    assert data["must_without_way_to_fail"] == []
+
+
+def test_plain_requirements_unchanged(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["requirements"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"{r.id:<13} {r.level.value:<6} {r.feature.value:<16} {r.title}" for r in all_requirements()
+    ]
+
+
+def _req(rid: str, level: Level) -> Requirement:
+    return Requirement(rid, level, Feature.CORE, "text", "title")
+
+
+def test_a_must_without_a_way_to_fail_exits_1() -> None:
+    reqs = [_req("X-001", MUST), _req("X-002", MUST), _req("X-003", SHOULD)]
+    built = coverage.build(reqs, {"X-001": 2}, {"X-001"}, {}, {"X-001": 1, "NOPE-001": 1})
+    assert built.without_ways(MUST) == ["X-002"]
+    assert built.without_ways() == ["X-002", "X-003"]
+    assert coverage.exit_code(built) == 1
+    text = coverage.render(built)
+    assert "X-001  MUST    suite 2   fuzz ✓   diff -   defect 1" in text
+    assert "defect names unknown requirement(s): NOPE-001" in text
+    assert text.splitlines()[-2:] == [
+        "coverage: 1/2 MUST requirements have a way to fail; 2 of 3 requirements have none",
+        "MUST without a way to fail: X-002",
+    ]
+    fine = coverage.build(reqs[:1], {"X-001": 1}, (), {}, {})
+    assert coverage.exit_code(fine) == 0
