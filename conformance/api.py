@@ -17,6 +17,7 @@ from jsonschema import ValidationError
 from openapi import schema_validator
 
 from .http import Reply, ServerBroke, Stream
+from .outputs import lean
 from .session import Session
 
 GENERATE = "/inference/v1/generate"
@@ -92,9 +93,30 @@ def _deepest(error: ValidationError) -> ValidationError:
     return max(_leaves(error), key=lambda e: len(e.absolute_path))
 
 
+BULK_INTS = 1024
+"""A list of plain integers longer than this is validated by its extremes (see `_compact`)."""
+
+
+def _compact(instance: Any) -> Any:
+    """`instance` with every long list of plain integers cut to its first BULK_INTS items plus
+    its smallest and largest value. The spec constrains such items only by type and bounds
+    (and a list by at most 128 items), so the cut list breaks exactly the rules the whole one
+    does, and a body carrying a whole vocabulary per token (`--return-sampling-mask`) is
+    judged in milliseconds, not minutes. A bound broken past the cut is reported at the end
+    of the cut list."""
+    if isinstance(instance, dict):
+        return {k: _compact(v) for k, v in instance.items()}
+    if not isinstance(instance, list):
+        return instance
+    if len(instance) > BULK_INTS + 2 and all(type(v) is int for v in instance):
+        return [*instance[:BULK_INTS], min(instance), max(instance)]
+    return [_compact(v) for v in instance]
+
+
 def schema_problems(schema: str, instance: Any, limit: int = 3) -> list[str]:
     """Where `instance` departs from `schema`: the deepest path, what was expected, what came."""
     found: list[str] = []
+    instance = _compact(instance)
     for error in sorted(schema_validator(schema).iter_errors(instance), key=lambda e: e.path):
         leaf = _deepest(error)
         where = "/" + "/".join(str(p) for p in leaf.absolute_path)
@@ -143,6 +165,7 @@ def generate(
     what: str = "generate",
 ) -> dict[str, Any]:
     """POST generate, demand a 200 and a JSON object (its schema is SCHEMA-GEN-001's)."""
+    payload = lean(payload, s.limits.bytes_per_token)
     reply = s.client.post(GENERATE, payload, headers=headers, timeout=timeout_for(s, payload))
     status_is(reply, 200, what)
     data = reply.json()
@@ -282,6 +305,7 @@ def stream(
     what: str = "stream",
 ) -> Streamed:
     """POST a streamed generate and read it to the end; demands 200 and text/event-stream."""
+    payload = lean(payload, s.limits.bytes_per_token)
     deadline = max(s.config.stream_deadline, timeout_for(s, payload))
     with s.client.stream(
         GENERATE, {**payload, "stream": True}, headers=headers, deadline=deadline

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .http import Client, Reply, ServerBroke
+from .outputs import FLAG_OUTPUTS, detected
 
 GENERATE = "/inference/v1/generate"
 ABORT = "/inference/v1/abort_requests"
@@ -34,11 +35,9 @@ KNOWN_FEATURES = (
     "weight-labels",
     "data-parallel",
     "mock-stats",
-    "routed-experts",  # claim-only: started with --enable-return-routed-experts
-    "sampling-mask",  # claim-only: started with --return-sampling-mask
+    "routed-experts",  # started with --enable-return-routed-experts (see `outputs`)
+    "sampling-mask",  # started with --return-sampling-mask
 )
-# No probe can tell a start flag from a server that sends the field by mistake.
-CLAIM_ONLY = ("routed-experts", "sampling-mask")
 # The requirement that states each feature is there. A claimed feature the server lacks fails
 # that one; every other check needing the feature is blocked naming it (one defect, one
 # requirement), unless the run does not include it.
@@ -76,6 +75,7 @@ class Features:
     render: bool = False
     dp_size: int | None = None  # None: no rank was rejected up to MAX_DP_PROBE
     mock_stats: bool = False
+    flag_outputs: tuple[str, ...] = ()  # per-token outputs of start flags, seen in their form
     version: str | None = None
     model: str | None = None
     evidence: dict[str, str] = field(default_factory=dict)
@@ -95,7 +95,7 @@ class Features:
             "weight-labels": self.dev_mode,
             "data-parallel": (self.dp_size or 0) > 1,
             "mock-stats": self.mock_stats,
-            **dict.fromkeys(CLAIM_ONLY, False),
+            **{o.feature: o.feature in self.flag_outputs for o in FLAG_OUTPUTS},
         }
         return [name for name in KNOWN_FEATURES if found[name]]
 
@@ -133,7 +133,7 @@ class Features:
             "weight-labels": "no dev endpoints (/update_weight_version, /weight_info)",
             "data-parallel": f"data_parallel_size is {self.dp_size}",
             "mock-stats": "server exposes no /mock/stats",
-            **dict.fromkeys(CLAIM_ONLY, "claim-only (--expect): a start flag cannot be probed"),
+            **{o.feature: f"the server was not started with {o.flag}" for o in FLAG_OUTPUTS},
         }
         evidence = self.evidence.get(name)
         reason = reasons.get(name, name)
@@ -218,6 +218,7 @@ def probe(client: Client, warmup_timeout: float = 30.0) -> Features:
         dp_size=_dp_size(client),
         # A 404 `{"detail": "Not Found"}` is a dict too: only the counters themselves count.
         mock_stats=isinstance(stats, dict) and "in_flight" in stats,
+        flag_outputs=detected(body, ev),
         version=version,
         model=model,
         evidence=ev,

@@ -66,9 +66,11 @@ class _BoundedResponse:
         exchange: Exchange,
         deadline: float,
         on_stall: Callable[[], None] = lambda: None,
+        max_bytes: int = MAX_BODY,
     ) -> None:
         self.headers = response.headers
         self._on_stall = on_stall
+        self._max_bytes = max_bytes
         self._response = response
         self._exchange = exchange
         self._deadline = deadline
@@ -79,8 +81,8 @@ class _BoundedResponse:
             self.read_bytes += len(text)
             if len(self._exchange.response_body) < 4096:
                 self._exchange.response_body += text.encode()[:4096]
-            if self.read_bytes > MAX_BODY:
-                raise ServerBroke(f"stream exceeded {MAX_BODY} bytes; stopped reading")
+            if self.read_bytes > self._max_bytes:
+                raise ServerBroke(f"stream exceeded {self._max_bytes} bytes; stopped reading")
             if time.monotonic() > self._deadline:
                 self._on_stall()
                 raise ServerBroke("stream did not end before its deadline; stopped reading")
@@ -96,10 +98,11 @@ class Stream:
         exchange: Exchange,
         deadline: float,
         on_stall: Callable[[], None] = lambda: None,
+        max_bytes: int = MAX_BODY,
     ) -> None:
         self.response = response
         self.exchange = exchange
-        self._bounded = _BoundedResponse(response, exchange, deadline, on_stall)
+        self._bounded = _BoundedResponse(response, exchange, deadline, on_stall, max_bytes)
         self._events: Iterator[str] | None = None
 
     @property
@@ -147,14 +150,14 @@ def sse_data(raw: bytes) -> list[str]:
     return [event.data for event in EventSource(response).iter_sse()]
 
 
-def _read_bounded(response: httpx.Response, deadline: float) -> bytes:
+def _read_bounded(response: httpx.Response, deadline: float, max_bytes: int = MAX_BODY) -> bytes:
     chunks: list[bytes] = []
     size = 0
     for chunk in response.iter_bytes():
         chunks.append(chunk)
         size += len(chunk)
-        if size > MAX_BODY:
-            raise ServerBroke(f"response body exceeded {MAX_BODY} bytes; stopped reading")
+        if size > max_bytes:
+            raise ServerBroke(f"response body exceeded {max_bytes} bytes; stopped reading")
         if time.monotonic() > deadline:
             raise ServerBroke("response body did not end before its deadline; stopped reading")
     return b"".join(chunks)
@@ -175,6 +178,9 @@ class Client:
         self.timeout = timeout
         self.stream_deadline = stream_deadline
         self.log: list[Exchange] = []
+        self.bound_for: Callable[[Any], int] | None = None
+        """The most bytes a correct answer to a body may take (learned: `Limits.body_bound`);
+        None: MAX_BODY for every answer."""
         self._timeouts = 0
         self._lock = threading.Lock()
         self._http = httpx.Client(
@@ -213,6 +219,11 @@ class Client:
             self.log.append(exchange)
         return exchange
 
+    def _max_bytes(self, body: Any) -> int:
+        if self.bound_for is None or body is _MISSING:
+            return MAX_BODY
+        return max(MAX_BODY, self.bound_for(body))
+
     def _note(self, timed_out: bool) -> None:
         with self._lock:
             self._timeouts = self._timeouts + 1 if timed_out else 0
@@ -237,7 +248,9 @@ class Client:
             ) as response:
                 exchange.status = response.status_code
                 exchange.response_headers = {k.lower(): v for k, v in response.headers.items()}
-                exchange.response_body = _read_bounded(response, time.monotonic() + 2 * limit)
+                exchange.response_body = _read_bounded(
+                    response, time.monotonic() + 2 * limit, self._max_bytes(body)
+                )
         except httpx.TimeoutException:
             self._note(True)
             exchange.error = f"no complete answer within {limit:g} s"
@@ -279,7 +292,13 @@ class Client:
                 exchange.status = response.status_code
                 exchange.response_headers = {k.lower(): v for k, v in response.headers.items()}
                 self._note(False)
-                yield Stream(response, exchange, ends, on_stall=lambda: self._note(True))
+                yield Stream(
+                    response,
+                    exchange,
+                    ends,
+                    on_stall=lambda: self._note(True),
+                    max_bytes=self._max_bytes(body),
+                )
         except httpx.TimeoutException:
             self._note(True)
             exchange.error = f"no answer within {self.timeout:g} s"

@@ -16,13 +16,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .http import Client, ServerBroke
+from .http import MAX_BODY, Client, ServerBroke
 
 GENERATE = "/inference/v1/generate"
 PROBE_PROMPT = [10, 11, 12]
 PROBE_N = 64  # the largest n asked for; a server accepting it has no limit a check can reach
 PROBE_LOGPROBS = 64
 PACE_TOKENS = 8
+SIZE_TOKENS = 4  # a sampled answer this long shows what each token adds to a body
 # vLLM 0.32's own words (captures n5_gt_max_num_seqs, logprobs_21):
 N_LIMIT = re.compile(r"max_num_seqs \((\d+)\)")
 LOGPROBS_LIMIT = re.compile(r"max allowed: (-?\d+)")
@@ -37,7 +38,24 @@ class Limits:
     max_logprobs: int | None = None
     ttft_s: float | None = None  # time to the first token chunk of a warm stream
     itl_s: float | None = None  # median time between token chunks
+    bytes_per_token: int | None = None  # of a sampled answer: per-token outputs included
     evidence: dict[str, str] = field(default_factory=dict)
+
+    def body_bound(self, body: Any) -> int:
+        """The most bytes a correct answer to `body` may take. A server started with a flag
+        that adds per-token data to every answer (`--return-sampling-mask` sends up to the
+        whole vocabulary per token: ~1 MB at 151,936 ids) answers far more than a plain one;
+        the bound grows with what was asked (choices x tokens) at the learned per-token size,
+        so only a server sending more than it could owe is cut off."""
+        per_token = self.bytes_per_token or 0
+        sp = body.get("sampling_params") if isinstance(body, dict) else None
+        if not per_token or not isinstance(sp, dict):
+            return MAX_BODY
+        n, tokens = sp.get("n"), sp.get("max_tokens")
+        n = n if isinstance(n, int) else 1
+        if not isinstance(tokens, int):
+            tokens = self.room(0) or PROBE_N
+        return MAX_BODY + 2 * per_token * max(1, n) * max(1, min(tokens, 1 << 20))
 
     def n(self, wanted: int) -> int:
         """`wanted`, or the server's largest n if that is smaller."""
@@ -170,10 +188,30 @@ def _pace(client: Client) -> tuple[float | None, float | None, str]:
     return round(times[0], 4), None if itl is None else round(itl, 5), f"{len(times)} chunks"
 
 
+def _bytes_per_token(client: Client) -> tuple[int | None, str]:
+    """What one sampled token adds to a non-streamed body, per-token outputs included."""
+    sampled = _body(max_tokens=SIZE_TOKENS, ignore_eos=True, temperature=1.0, seed=1)
+    try:
+        reply = client.post(GENERATE, sampled)
+        data = reply.json() if reply.status == 200 else None
+    except ServerBroke as exc:
+        return None, f"a sampled answer of {SIZE_TOKENS} tokens: {exc}"
+    choices = data.get("choices") if isinstance(data, dict) else None
+    tokens = sum(len(c.get("token_ids") or []) for c in choices or [] if isinstance(c, dict))
+    if not tokens:
+        return None, "the sampled answer carried no token"
+    per_token = max(1, len(reply.body) // tokens)
+    return per_token, f"{len(reply.body)} bytes for {tokens} sampled tokens"
+
+
 def probe_limits(client: Client, model: str | None) -> Limits:
-    """Learn the limits of a server whose generate works (a handful of small requests)."""
+    """Learn the limits of a server whose generate works (a handful of small requests). The
+    per-token size comes first: the client's body bound grows with it from then on, for the
+    probe's own larger answers (n = 64) as for every check after it."""
     evidence: dict[str, str] = {}
     max_model_len, evidence["max_model_len"] = _max_model_len(client, model)
+    per_token, evidence["bytes_per_token"] = _bytes_per_token(client)
+    client.bound_for = Limits(max_model_len, bytes_per_token=per_token).body_bound
     max_n, evidence["max_n"] = _largest_accepted(  # n > 1 needs sampling: greedy is n = 1 only
         client, "n", PROBE_N, N_LIMIT, (8, 4, 2, 1), temperature=1.0, seed=1
     )
@@ -183,4 +221,4 @@ def probe_limits(client: Client, model: str | None) -> Limits:
     if max_logprobs is not None and max_logprobs < 0:  # vLLM's -1: the whole vocabulary
         max_logprobs = None
     ttft, itl, evidence["pace"] = _pace(client)
-    return Limits(max_model_len, max_n, max_logprobs, ttft, itl, evidence)
+    return Limits(max_model_len, max_n, max_logprobs, ttft, itl, per_token, evidence)

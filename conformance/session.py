@@ -69,6 +69,7 @@ class Session:
             client.close()
             raise
         client.log.clear()
+        client.bound_for = limits.body_bound
         return cls(config, client, features, limits)
 
     def close(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from conformance import api
 from conformance.foundations import builds_on
+from conformance.outputs import FLAG_OUTPUTS
 from conformance.registry import checks
 from conformance.semantics import check_usage, choices_of, fail, ids_of
 from conformance.session import Session
@@ -227,22 +228,26 @@ def test_header_wins_over_body(tito: Session) -> None:
         )
 
 
-OPTIONAL_OUTPUTS = (
-    ("routed_experts", "routed-experts", "--enable-return-routed-experts"),
-    ("sampling_mask", "sampling-mask", "--return-sampling-mask"),
-)
-
-
 @checks("GEN-RESP-007", needs=("generate",))
 def test_optional_outputs_off_by_default(tito: Session) -> None:
-    """The start flags cannot be probed: without the claim the field must be null, with it set."""
+    """Each field is null unless its flag is on: on, it carries the flag's output in its
+    documented form (detected by the probe, or claimed with --expect)."""
+    detected = set(tito.features.names())
     for i, choice in enumerate(choices_of(basic(tito))):
-        for key, claim, flag in OPTIONAL_OUTPUTS:
-            claimed = claim in tito.config.expect
-            if claimed and choice.get(key) is None:
-                fail(f"choice {i} has no {key} although the server claims {flag} ({claim})")
-            if not claimed and choice.get(key) is not None:
+        for output in FLAG_OUTPUTS:
+            on = output.feature in detected or output.feature in tito.config.expect
+            value = choice.get(output.key)
+            if on and value is None:
+                fail(f"choice {i} has no {output.key} although the server has {output.flag}")
+            if not on and value is not None:
                 fail(
-                    f"choice {i} carries {key} although {flag} was not claimed "
-                    f"(if the server was started with it, pass --expect {claim})"
+                    f"choice {i} carries {output.key} although the probe's answer had none "
+                    f"({tito.features.evidence.get(output.feature, '')}): without "
+                    f"{output.flag} it must be null"
+                )
+            problem = output.problem(choice) if value is not None else None
+            if problem is not None:
+                fail(
+                    f"choice {i} carries {output.key} that is no {output.flag} output "
+                    f"({problem}); without the flag it must be null"
                 )
