@@ -63,4 +63,5 @@ def build(
         duration_s=round(time.monotonic() - t0, 3),
         requirements=results,
         harness_error=harness_error,
+        learned=(session.features, session.limits) if session is not None else None,
     )

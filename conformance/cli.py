@@ -40,7 +40,8 @@ def _parser() -> argparse.ArgumentParser:
         "run",
         help="run the suite (against --base-url, or the embedded mock in every profile)",
         description="Exit 0 when every applicable MUST requirement passed, 1 when one failed, "
-        "2 on a usage or harness error.",
+        "2 on a usage or harness error, 3 when nothing failed but some check was inconclusive "
+        "(its action could not land on this server).",
     )
     run.add_argument("--base-url", help="server under test; omit to run the embedded mock")
     run.add_argument("--api-key", help="API key of the server under test")
@@ -83,7 +84,19 @@ def _parser() -> argparse.ArgumentParser:
         "(default %(default)s)",
     )
     run.add_argument("-v", "--verbose", action="store_true", help="also list skips and reasons")
-    sub.add_parser("requirements", help="print the requirement catalogue")
+    requirements = sub.add_parser(
+        "requirements",
+        help="print the requirement catalogue",
+        description="With --coverage: exit 1 when a MUST requirement has no way to fail.",
+    )
+    requirements.add_argument(
+        "--coverage",
+        action="store_true",
+        help="print which ways the kit has to fail each requirement (suite, fuzz, diff, defect)",
+    )
+    requirements.add_argument(
+        "--json", action="store_true", help="print the coverage matrix as JSON (implies --coverage)"
+    )
     from .reporting import matrix_cli
 
     matrix_cli.add_arguments(
@@ -107,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _delegate(commands[argv[0]], argv[1:])
     args = _parser().parse_args(argv)
     if args.command == "requirements":
-        return _print_requirements()
+        return _print_requirements(args)
     if args.command == "report":
         from .reporting import matrix_cli
 
@@ -132,7 +145,11 @@ def _delegate(command: EntryPoint, argv: list[str]) -> int:
         return exc.code if isinstance(exc.code, int) else 2
 
 
-def _print_requirements() -> int:
+def _print_requirements(args: argparse.Namespace) -> int:
+    if args.coverage or args.json:
+        from . import coverage
+
+        return coverage.main(as_json_output=args.json)
     from .requirements import all_requirements
 
     for req in all_requirements():
@@ -211,6 +228,7 @@ def _with_fuzz(
     if not examples or report.harness_error:
         return report
     from .fuzz import fuzz_report, merge
+    from .fuzz.run import facts_from
     from .reporting.progress import Progress
 
     progress = Progress(f"   [{config.profile or base_url}] ")
@@ -222,6 +240,7 @@ def _with_fuzz(
             max_examples=examples,
             operations=operations,
             timeout_s=config.timeout,
+            facts=facts_from(*report.learned) if report.learned else None,
         )
     except Exception as exc:  # the fuzzer's probe or a harness bug: say so, do not hide it
         report.harness_error = f"fuzz: {type(exc).__name__}: {exc}"

@@ -28,6 +28,7 @@ from typing import Any
 
 from .api import GENERATE, PROMPT, body, chunk_of
 from .http import Reply, sse_data
+from .limits import Limits
 from .session import Session
 
 TARGET_S = 1.0  # how long a request should run, so an action lands inside it
@@ -97,20 +98,16 @@ class Timeline:
             return Outcome.LANDED
         if self.tokens < self.max_tokens or self.finish_reason is None:
             return Outcome.CUT
-        if self.could_finish_first(itl_s):
-            return Outcome.TOO_CLOSE
-        if outlived(self.action_answered_s, self.ended_s, max(itl_s, self.gap_s())):
+        if ran_past(
+            self.max_tokens,
+            max(itl_s, self.gap_s()),
+            self.first_token_s,
+            self.action_sent_s,
+            self.action_answered_s,
+            self.ended_s,
+        ):
             return Outcome.IGNORED
         return Outcome.TOO_CLOSE
-
-    def could_finish_first(self, itl_s: float) -> bool:
-        """At the server's measured pace, the whole request fits between its first token and
-        the moment the action was sent: it may have ended before the action arrived, and a
-        late end on the client's side is only its reading lagging (a fast server under a
-        loaded client: the suite's own CI)."""
-        if not itl_s or self.first_token_s is None or self.action_sent_s is None:
-            return False
-        return self.max_tokens * itl_s < self.action_sent_s - self.first_token_s
 
     def describe(self) -> str:
         def at(value: float | None) -> str:
@@ -123,6 +120,26 @@ class Timeline:
             f"{at(self.action_answered_s)}; the request ended at {at(self.ended_s)} with "
             f"finish_reason {self.finish_reason!r} after {self.tokens} tokens"
         )
+
+
+def ran_past(
+    max_tokens: int,
+    itl_s: float,
+    first_token_s: float | None,
+    sent_s: float | None,
+    answered_s: float | None,
+    ended_s: float | None,
+) -> bool:
+    """The overlap rule: a request that ran to its end ignored an action only if it could
+    not have finished before the action arrived and it outlived the action's answer. At the
+    server's measured pace (`itl_s`), a request whose whole generation fits between its first
+    token and the moment the action was sent may have ended first, and a late end on the
+    client's side is only its reading lagging (a fast server under a loaded client). The
+    suite's checks and the fuzzer's abort sequence both judge by this one rule."""
+    if itl_s and first_token_s is not None and sent_s is not None:  # noqa: SIM102
+        if max_tokens * itl_s < sent_s - first_token_s:  # it may have ended first
+            return False
+    return outlived(answered_s, ended_s, itl_s)
 
 
 def outlived(answered_s: float | None, ended_s: float | None, gap_s: float = 0.0) -> bool:
@@ -158,11 +175,15 @@ def _token_count(chunk: dict[str, Any]) -> int:
 
 
 def sizes(s: Session) -> list[int]:
+    return sizes_for(s.limits, len(PROMPT))
+
+
+def sizes_for(limits: Limits, prompt_len: int) -> list[int]:
     """max_tokens per attempt: about TARGET_S of generation at the server's pace, then longer,
     never past the context (capped attempts repeat: each try acts at another moment)."""
-    itl = s.limits.itl_s or 0.0
+    itl = limits.itl_s or 0.0
     first = MIN_TOKENS if itl <= 0 else max(MIN_TOKENS, math.ceil(TARGET_S / itl))
-    room = s.limits.room(len(PROMPT))
+    room = limits.room(prompt_len)
     found: list[int] = []
     tokens = first
     for _ in range(ATTEMPTS):

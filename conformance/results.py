@@ -35,6 +35,7 @@ class CheckResult:
     reproducer: str = ""
     duration_s: float = 0.0
     skip_kind: SkipKind = SkipKind.NONE
+    inconclusive: bool = False  # an error: the check's action could not be made to land
 
 
 @dataclass
@@ -52,6 +53,12 @@ class RequirementResult:
             if any(c.skip_kind is kind for c in self.checks):
                 return kind
         return SkipKind.ABSENT
+
+    @property
+    def inconclusive(self) -> bool:
+        """An error only because no check could make its action land (not a harness fault)."""
+        errors = [c for c in self.checks if c.status is Status.ERROR]
+        return self.status is Status.ERROR and bool(errors) and all(c.inconclusive for c in errors)
 
     @property
     def is_warning(self) -> bool:
@@ -78,6 +85,13 @@ class Summary:
     errors: int
     warnings: int  # SHOULD/MAY requirements that failed
     skipped_for_limits: int = 0  # of `skipped`: the configuration could not exercise them
+    incomplete: int = 0  # of `errors`: inconclusive, every other verdict stands
+
+    @property
+    def verdict(self) -> str:
+        if self.failed or self.errors > self.incomplete:
+            return "FAILED"
+        return "INCOMPLETE" if self.incomplete else "PASSED"
 
 
 @dataclass
@@ -90,6 +104,10 @@ class Report:
     duration_s: float
     requirements: list[RequirementResult]
     harness_error: str = ""
+    learned: Any = field(default=None, repr=False, compare=False)
+    """(Features, Limits) the probe learned, so what runs after the checks (the folded-in
+    fuzz) judges by the same knowledge instead of probing again; the report shows them as
+    `server`."""
 
     @property
     def summary(self) -> Summary:
@@ -101,6 +119,7 @@ class Report:
             errors=sum(r.status is Status.ERROR for r in results) + bool(self.harness_error),
             warnings=sum(r.is_warning for r in results),
             skipped_for_limits=sum(r.skip_kind is SkipKind.LIMIT for r in results),
+            incomplete=sum(r.inconclusive for r in results),
         )
 
     def result(self, requirement_id: str) -> RequirementResult:
@@ -163,11 +182,18 @@ def decide(requirement: Requirement, checks: list[CheckResult]) -> RequirementRe
     return RequirementResult(requirement, status, "; ".join(dict.fromkeys(reasons)), checks)
 
 
+EXIT_PASSED, EXIT_FAILED, EXIT_ERROR, EXIT_INCOMPLETE = 0, 1, 2, 3
+
+
 def exit_code(reports: list[Report]) -> int:
-    """0 when every applicable MUST passed, 1 when one failed, 2 when the harness broke."""
+    """0 when every applicable MUST passed, 1 when one failed, 2 when the harness broke, 3
+    ("incomplete") when nothing failed or broke but some check could not make its action land
+    on this server (inconclusive): every other verdict of the run stands."""
     summaries = [r.summary for r in reports]
-    if any(s.errors for s in summaries):
-        return 2
+    if any(s.errors > s.incomplete for s in summaries):
+        return EXIT_ERROR
     if any(s.failed for s in summaries):
-        return 1
-    return 0
+        return EXIT_FAILED
+    if any(s.incomplete for s in summaries):
+        return EXIT_INCOMPLETE
+    return EXIT_PASSED

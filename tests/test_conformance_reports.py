@@ -67,6 +67,29 @@ def test_summary_and_exit_codes() -> None:
     assert exit_code([make_report({}, harness_error="unreachable")]) == 2
 
 
+def _inconclusive(report: Report, rid: str) -> Report:
+    """`rid`'s one check made inconclusive: its action could not land on the server."""
+    result = report.result(rid)
+    result.checks = [CheckResult("test_abort.py::x", Status.ERROR, "inconclusive: ...", "", 0.0)]
+    result.checks[0].inconclusive = True
+    result.status = Status.ERROR
+    return report
+
+
+def test_an_inconclusive_run_is_incomplete_not_broken() -> None:
+    """Exit 3: the run's other verdicts stand; a failure or a real harness error still wins."""
+    short = _inconclusive(make_report({"GEN-001": Status.PASS}), "ABORT-002")
+    assert short.summary.incomplete == 1 and short.summary.verdict == "INCOMPLETE"
+    assert exit_code([short]) == 3
+    failed = _inconclusive(make_report({"GEN-001": Status.FAIL}), "ABORT-002")
+    assert exit_code([failed]) == 1 and failed.summary.verdict == "FAILED"
+    broken = _inconclusive(make_report({"GEN-002": Status.ERROR}), "ABORT-002")
+    assert exit_code([broken]) == 2
+    data = json_report.to_dict(short)
+    json_report.validate(data)
+    assert data["summary"]["incomplete"] == 1
+
+
 def test_json_report_validates(tmp_path: Path) -> None:
     report = make_report({"GEN-001": Status.FAIL, "GEN-002": Status.PASS})
     data = json_report.to_dict(report)

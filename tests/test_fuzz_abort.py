@@ -1,7 +1,7 @@
 """The generate-then-abort sequence tells an ignored abort from one it cannot judge. CI's
 live-cpu run saw vLLM 0.32's API process, starved by its engine, answer an abort only as the
 stream ended (2.7 s after it was sent), which the sequence used to file as "not stopped"; it
-reads the timeline with the suite's rule (`in_flight.outlived`)."""
+reads the timeline with the suite's rule (`in_flight.ran_past`)."""
 
 from __future__ import annotations
 
@@ -20,13 +20,21 @@ LONG = {
 }
 
 
-def _outcome(answered: float | None, ended: float) -> Outcome:
-    return Outcome(status=200, abort_status=200, abort_answered_s=answered, ended_s=ended)
+def _outcome(answered: float | None, ended: float, sent: float = 0.005) -> Outcome:
+    return Outcome(
+        status=200, abort_status=200, abort_sent_s=sent, abort_answered_s=answered, ended_s=ended
+    )
 
 
 def test_a_stream_that_outlives_its_answered_abort_was_not_stopped() -> None:
-    message = _not_stopped(_outcome(0.01, 0.01 + MIN_MARGIN_S + 1))
+    message = _not_stopped(_outcome(0.01, 0.01 + MIN_MARGIN_S + 1), 2048, 0.001)
     assert message is not None and "the abort did not stop it" in message
+
+
+def test_the_margin_grows_with_the_servers_pace() -> None:
+    """0.5 s after the answer is 10 gaps of a 50 ms/token server: too close to tell."""
+    assert _not_stopped(_outcome(0.01, 0.51), 64, 0.05) is None
+    assert _not_stopped(_outcome(0.01, 0.51), 64, 0.001) is not None
 
 
 @pytest.mark.parametrize(("answered", "ended"), [(2.734, 2.734), (3.0, 2.9), (None, 1.0)])
@@ -34,7 +42,7 @@ def test_an_abort_answered_as_the_stream_ended_decides_nothing(
     answered: float | None, ended: float
 ) -> None:
     """Too close to tell: timing never decides a verdict, so no finding."""
-    assert _not_stopped(_outcome(answered, ended)) is None
+    assert _not_stopped(_outcome(answered, ended), 2048, 0.001) is None
 
 
 @pytest.mark.parametrize("defect", [(), ("abort-ignored",)])

@@ -24,11 +24,13 @@ def fuzz_report(
     oov_group: bool = False,
     operations: tuple[str, ...] = (),
     timeout_s: float = 15.0,
+    facts: ServerFacts | None = None,
 ) -> Report:
     """A fuzz run as a `conformance.results.Report` (one per server), for the suite's `run`.
 
     The out-of-vocabulary group is off by default here: it may crash the server under test
-    (vLLM 0.32 `--tokens-only`), which would end the rest of the suite's run.
+    (vLLM 0.32 `--tokens-only`), which would end the rest of the suite's run. `facts`: what
+    the suite's probe already learned (its features and limits); None probes anew.
     """
     from dataclasses import replace
 
@@ -43,5 +45,5 @@ def fuzz_report(
         operations=operations,
         request_timeout_s=timeout_s,
     )
-    config = replace(config, facts=probe_facts(config, vocab_size))
+    config = replace(config, facts=facts or probe_facts(config, vocab_size))
     return to_report(fuzz(config))

@@ -35,8 +35,10 @@ class Outcome:
     abort_status: int | None = None
     abort_body: bytes = b""
     error: str = ""
+    abort_sent_s: float | None = None
+    """Seconds from the request to the first chunk naming its id (the abort goes out then), to
+    the abort's answer, and to the stream's end."""
     abort_answered_s: float | None = None
-    """Seconds from the request to the abort's answer, and to the stream's end."""
     ended_s: float | None = None
 
 
@@ -62,6 +64,7 @@ async def _attempt(
             if out.request_id is None:
                 out.request_id = first_request_id(bytes(buffer))
                 if out.request_id is not None:
+                    out.abort_sent_s = round(time.monotonic() - started, 3)
                     aborting = asyncio.ensure_future(abort(out.request_id))
         out.stream = bytes(buffer)
         out.ended_s = round(time.monotonic() - started, 3)

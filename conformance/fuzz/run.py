@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 
 from schemathesis import GenerationMode
 
+from ..features import Features
+from ..limits import Limits
 from ..requirements import by_id
 from ..results import CheckResult, Report, ServerInfo, Status, decide
 from .engine import Fuzzer
@@ -57,15 +59,19 @@ class FuzzResult:
 
 
 def probe_facts(config: FuzzConfig, vocab_size: int | None = None) -> ServerFacts:
-    """The profile of a server behind a base URL, from the suite's own probe."""
-    from ..features import probe
-    from ..http import Client
+    """The profile of a server behind a base URL, from the suite's own probe (features and
+    limits: `tito-conformance fuzz` alone learns them exactly as `run` does)."""
+    from ..session import Session, SuiteConfig
 
-    client = Client(config.base_url, config.api_key, config.request_timeout_s, 30.0)
-    try:
-        features = probe(client, warmup_timeout=30.0)
-    finally:
-        client.close()
+    session = Session.open(
+        SuiteConfig(config.base_url, config.api_key, timeout=config.request_timeout_s)
+    )
+    session.close()
+    return facts_from(session.features, session.limits, vocab_size)
+
+
+def facts_from(features: Features, limits: Limits, vocab_size: int | None = None) -> ServerFacts:
+    """What the fuzzer judges by, from what the suite's probe learned of the server."""
     profile = {"enabled": "tokens-only" if features.tokens_only else "scale-out"}.get(
         features.generate, "disabled"
     )
@@ -75,6 +81,7 @@ def probe_facts(config: FuzzConfig, vocab_size: int | None = None) -> ServerFact
         dev_mode=features.dev_mode,
         vocab_size=vocab_size,
         model=features.model,
+        limits=limits,
     )
 
 

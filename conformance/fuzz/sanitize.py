@@ -18,6 +18,7 @@ from typing import Any
 
 import openapi
 
+from ..outputs import lean
 from .settings import ServerFacts
 
 UNKNOWN_KEY = "x_tito_fuzz_unknown"
@@ -113,8 +114,13 @@ def accept_generate(
     if sp.get("min_tokens", 0) > sp["max_tokens"]:  # "min_tokens must be <= max_tokens"
         sp["min_tokens"] = sp["max_tokens"]
     for key in ("logprobs", "prompt_logprobs"):
-        if sp.get(key) == -1:  # -1 asks for the whole vocabulary, over --max-logprobs
+        value = sp.get(key)
+        # -1 asks for the whole vocabulary; either is over the learned --max-logprobs
+        if value == -1 or (_is_int(value) and value > facts.max_logprobs):
             sp[key] = facts.max_logprobs
+    within_limits(body, sp, facts)
+    body["sampling_params"] = lean(body, facts.limits.bytes_per_token)["sampling_params"]
+    sp = body["sampling_params"]
     if not facts.has_tokenizer or sp.get("detokenize") is False:
         sp.pop("stop", None)  # stop strings need detokenization
     temperature = sp.get("temperature", 1.0)
@@ -122,6 +128,26 @@ def accept_generate(
         sp["n"] = 1
     if _crc(body) % 5 == 0:
         body[UNKNOWN_KEY] = "ignored"
+
+
+def within_limits(body: dict[str, Any], sp: dict[str, Any], facts: ServerFacts) -> None:
+    """A positive case stays inside what the probe learned of this server's configuration:
+    `n` at most its max_num_seqs, prompt plus max_tokens inside its context. Past either, a
+    correct server answers 400, rightly."""
+    limits = facts.limits
+    n = sp.get("n")
+    if limits.max_n is not None and isinstance(n, int) and n > limits.max_n:
+        sp["n"] = limits.max_n
+    if limits.max_model_len is None:
+        return
+    ids = body.get("token_ids")
+    if isinstance(ids, list) and len(ids) >= limits.max_model_len:
+        body["token_ids"] = ids[: max(1, limits.max_model_len // 2)]
+    room = limits.room(len(body["token_ids"]) if isinstance(body.get("token_ids"), list) else 0)
+    if room is not None and _is_int(sp.get("max_tokens")) and sp["max_tokens"] > room:
+        sp["max_tokens"] = max(1, room)
+    if _is_int(sp.get("min_tokens")) and sp["min_tokens"] > sp.get("max_tokens", 0):
+        sp["min_tokens"] = sp["max_tokens"]
 
 
 def accept_headers(headers: dict[str, Any]) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..limits import Limits
+
 SAFE_VOCAB = 256
 """Ids below this exist in every tokenizer (byte-level vocabularies have at least 256)."""
 OOV_FLOOR = 10_000_000
@@ -14,6 +16,8 @@ CI_MAX_EXAMPLES = 150
 generated cases per operation" (an operation without inputs has fewer distinct cases)."""
 RUN_MAX_EXAMPLES = 10
 """The small default budget of `tito-conformance run` (per operation and mode)."""
+VLLM_MAX_LOGPROBS = 20
+"""vLLM's default `--max-logprobs`: the bound when the probe found none."""
 
 
 @dataclass(frozen=True)
@@ -25,7 +29,13 @@ class ServerFacts:
     dev_mode: bool = False
     vocab_size: int | None = None  # None: unknown, ids are kept below SAFE_VOCAB
     model: str | None = None
-    max_logprobs: int = 20
+    limits: Limits = field(default_factory=Limits)
+    """The suite probe's learned limits: a positive case never goes past one."""
+
+    @property
+    def max_logprobs(self) -> int:
+        found = self.limits.max_logprobs
+        return VLLM_MAX_LOGPROBS if found is None else found
 
     @property
     def id_bound(self) -> int:

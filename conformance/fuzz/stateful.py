@@ -9,7 +9,8 @@ from typing import Any, cast
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
-from ..in_flight import outlived
+from ..in_flight import ran_past, sizes_for
+from ..outputs import lean
 from .checks import RawBody, framing_problem, stream_payloads
 from .engine import Fuzzer
 from .inflight import Outcome, stream_then_abort
@@ -62,11 +63,12 @@ def _fail(
     fz.findings[(op_id, GROUP, check, status)].requirement_ids = (requirement,)
 
 
-IN_FLIGHT_TOKENS = (64, 512, 2048)
-"""The stream's length, then the retries': long enough to be in flight when its abort arrives.
-A starved CPU server (vLLM's engine running ahead of its API process) may have finished a short
-generation before it serves the abort; 2,048 tokens plus a 32-id prompt fit any context that
-serves the document's model."""
+def in_flight_sizes(fz: Fuzzer, case: Any) -> list[int]:
+    """The stream's length, then the retries': the suite's sizes (about a second of generation
+    at the learned pace, then longer, never past the context), so the abort lands in flight on
+    a fast server with a small context as on a slow one."""
+    ids = case.body.get("token_ids") if isinstance(case.body, dict) else None
+    return sizes_for(fz.facts.limits, len(ids) if isinstance(ids, list) else 0)
 
 
 def _stream_body(case: Any, max_tokens: int) -> dict[str, Any]:
@@ -92,17 +94,19 @@ def _ends(stream: bytes) -> dict[int, tuple[Any, int]]:
     return ends
 
 
-def _not_stopped(out: Outcome) -> str | None:
-    """Why the last try says the abort was ignored, or None when it cannot say: a stream that
-    ended about when its abort was answered may have been too late to stop (vLLM 0.30's answer
-    and end arrive within milliseconds). Timing never decides a verdict: the suite's rule."""
-    if not outlived(out.abort_answered_s, out.ended_s):
+def _not_stopped(out: Outcome, tokens: int, itl_s: float) -> str | None:
+    """Why the last try says the abort was ignored, or None when it cannot say (the suite's
+    overlap rule, `in_flight.ran_past`): a stream that ended about when its abort was
+    answered, or could have ended before the abort was sent, may have been too late to stop.
+    Timing never decides a verdict."""
+    if not ran_past(
+        tokens, itl_s, out.abort_sent_s, out.abort_sent_s, out.abort_answered_s, out.ended_s
+    ):
         return None
     return (
-        f"{len(IN_FLIGHT_TOKENS)} times the stream ran to max_tokens {IN_FLIGHT_TOKENS} "
-        f"although it was aborted after its first chunk: the abort did not stop it (last try: "
-        f"abort answered {out.abort_status} at {out.abort_answered_s} s, stream ended at "
-        f"{out.ended_s} s)"
+        f"the stream ran to its max_tokens {tokens} although it was aborted after its first "
+        f"chunk: the abort did not stop it (abort sent at {out.abort_sent_s} s, answered "
+        f"{out.abort_status} at {out.abort_answered_s} s, stream ended at {out.ended_s} s)"
     )
 
 
@@ -116,7 +120,8 @@ def generate_then_abort(fz: Fuzzer, examples: int) -> None:
 
     def on_case(case: Any, index: int) -> None:
         headers = {**fz.headers, **{k: str(v) for k, v in (case.headers or {}).items()}}
-        for attempt, tokens in enumerate(IN_FLIGHT_TOKENS):
+        tries = in_flight_sizes(fz, case)
+        for attempt, tokens in enumerate(tries):
             body = _stream_body(case, tokens)
             sent = generate.Case(  # what the reproducer shows: the stream as sent
                 body=body, headers=dict(case.headers or {}), media_type="application/json"
@@ -193,8 +198,8 @@ def generate_then_abort(fz: Fuzzer, examples: int) -> None:
                 return
             if not late:
                 return
-            ignored = _not_stopped(out)
-            if attempt == len(IN_FLIGHT_TOKENS) - 1 and ignored is not None:
+            ignored = _not_stopped(out, tokens, fz.facts.limits.itl_s or 0.0)
+            if attempt == len(tries) - 1 and ignored is not None:
                 _fail(fz, "generate", sent, "abort_in_flight", 200, ignored, index, "ABORT-002")
 
     fz.run_group("generate-then-abort", GROUP, _generate_strategy(fz), examples, on_case)
@@ -257,6 +262,7 @@ def render_generate_derender(fz: Fuzzer, examples: int) -> None:
             return
         responses = []
         for request in rendered.json():
+            request = lean(request, fz.facts.limits.bytes_per_token)  # no 1 MB/token answers
             step = generate.Case(body=request, headers=dict(fz.auth), media_type="application/json")
             answer = _send(fz, "generate", step, index)
             if answer is None or answer.status_code != 200:

@@ -42,6 +42,7 @@ def to_dict(report: Report) -> dict[str, Any]:
             "errors": s.errors,
             "warnings": s.warnings,
             "skipped_for_limits": s.skipped_for_limits,
+            "incomplete": s.incomplete,
         },
         "differences": [asdict(d) for d in report.differences()],
         "requirements": [_requirement(r, report.harness_error) for r in report.requirements],

@@ -18,8 +18,11 @@ def overall(reports: list[Report]) -> str:
     """The verdict of a run over several profiles, on one line, naming the ones that failed."""
     sums = [r.summary for r in reports]
     names = [r.server.profile or r.server.base_url for r in reports]
-    bad = [n for n, s in zip(names, sums, strict=True) if s.failed or s.errors]
+    bad = [n for n, s in zip(names, sums, strict=True) if s.verdict == "FAILED"]
+    short = [n for n, s in zip(names, sums, strict=True) if s.verdict == "INCOMPLETE"]
     verdict = f"FAILED in {', '.join(bad)}" if bad else "PASSED"
+    if short:
+        verdict = f"{verdict if bad else 'INCOMPLETE'} (inconclusive in {', '.join(short)})"
     return (
         f"== overall ({len(reports)} profiles: {', '.join(names)}): {verdict}: "
         f"{sum(s.passed for s in sums)} passed, {sum(s.failed for s in sums)} failed, "
@@ -82,10 +85,9 @@ def _one(report: Report, verbose: bool) -> str:
         )
         for r in limited if verbose else limited[:3]:
             lines.append(f"      {r.requirement.id}: {r.reason[:200]}")
-    verdict = "FAILED" if s.failed or s.errors else "PASSED"
     lines.append(
-        f"   {verdict}: {s.passed} passed, {s.failed} failed, {s.warnings} warnings, "
-        f"{s.skipped} skipped ({s.skipped_for_limits} for limits), {s.errors} errors in "
-        f"{report.duration_s:.1f} s"
+        f"   {s.verdict}: {s.passed} passed, {s.failed} failed, {s.warnings} warnings, "
+        f"{s.skipped} skipped ({s.skipped_for_limits} for limits), {s.errors} errors "
+        f"({s.incomplete} inconclusive) in {report.duration_s:.1f} s"
     )
     return "\n".join(lines)
