@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeVar
 
 from mock_server.errors import validation_item
 
@@ -11,6 +11,26 @@ Errors = list[dict[str, Any]]
 _MISSING = object()
 _TRUE = {"true", "1", "yes", "on", "t", "y"}
 _FALSE = {"false", "0", "no", "off", "f", "n"}
+_NUMBER_ERRORS = {  # pydantic's error type prefix, type message and parse message
+    int: ("int", "Input should be a valid integer", "unable to parse string as an integer"),
+    float: ("float", "Input should be a valid number", "unable to parse string as a number"),
+}
+N = TypeVar("N", int, float)
+
+
+def _from_str(value: Any, number: type[N], loc: str, errors: Errors) -> N | None:
+    """What `to_int` and `to_float` do with a value that is no number: a string is parsed with
+    surrounding white space allowed (pydantic's lax mode), anything else is a type error."""
+    kind, valid, unparsable = _NUMBER_ERRORS[number]
+    if isinstance(value, str):
+        try:
+            return number(value.strip())
+        except ValueError:
+            msg = f"{valid}, {unparsable}"
+            errors.append(validation_item(f"{kind}_parsing", loc, msg, value))
+            return None
+    errors.append(validation_item(f"{kind}_type", loc, valid, value))
+    return None
 
 
 def to_int(value: Any, loc: str, errors: Errors) -> int | None:
@@ -28,29 +48,13 @@ def to_int(value: Any, loc: str, errors: Errors) -> int | None:
         msg = "Input should be a valid integer, got a number with a fractional part"
         errors.append(validation_item("int_from_float", loc, msg, value))
         return None
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            msg = "Input should be a valid integer, unable to parse string as an integer"
-            errors.append(validation_item("int_parsing", loc, msg, value))
-            return None
-    errors.append(validation_item("int_type", loc, "Input should be a valid integer", value))
-    return None
+    return _from_str(value, int, loc, errors)
 
 
 def to_float(value: Any, loc: str, errors: Errors) -> float | None:
     if isinstance(value, bool | int | float):
         return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.strip())
-        except ValueError:
-            msg = "Input should be a valid number, unable to parse string as a number"
-            errors.append(validation_item("float_parsing", loc, msg, value))
-            return None
-    errors.append(validation_item("float_type", loc, "Input should be a valid number", value))
-    return None
+    return _from_str(value, float, loc, errors)
 
 
 def to_bool(value: Any, loc: str, errors: Errors) -> bool | None:

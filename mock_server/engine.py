@@ -233,6 +233,18 @@ class Engine:
         if any(seq.finish_reason == "abort" for seq in job.sequences):
             self.aborted += 1
 
+    def _start(
+        self, job: Job, samplers: list[Sampler], admitted: bool
+    ) -> tuple[list[tuple[Sequence, Sampler]], float]:
+        """The set-up `run` and `complete` share, once per job: the sequences to step (none
+        unless admitted) with their samplers, and the seconds between steps; a job told to
+        abort after 0 steps is aborted here, before its first step."""
+        active = list(zip(job.sequences, samplers, strict=True)) if admitted else []
+        itl = self.cfg.mock_itl_ms / 1000
+        if job.abort_after is not None and job.abort_after <= 0:
+            job.abort()
+        return active, itl
+
     async def run(self, job: Job) -> AsyncGenerator[Event, None]:
         """Drive one job; yields per-sequence events; always finishes every sequence."""
         cfg = self.cfg
@@ -242,14 +254,9 @@ class Engine:
             admitted = await self.scheduler.acquire(n, job.aborted)
             if admitted and cfg.mock_ttft_ms > 0:
                 await _sleep_or_abort(cfg.mock_ttft_ms / 1000, job.aborted)
-            active = list(zip(job.sequences, samplers, strict=True)) if admitted else []
+            active, itl = self._start(job, samplers, admitted)
             step = 0
-            itl = cfg.mock_itl_ms / 1000
-            if job.abort_after is not None and job.abort_after <= 0:
-                job.abort()
-            while admitted and active:
-                if job.aborted.is_set():
-                    break
+            while active and not job.aborted.is_set():
                 if step > 0:
                     if itl > 0:
                         await _sleep_or_abort(itl, job.aborted)
@@ -308,14 +315,9 @@ class Engine:
                     waited = True
                     on_wait()
                 await _sleep_or_abort(cfg.mock_ttft_ms / 1000, job.aborted)
-            active = list(zip(job.sequences, samplers, strict=True)) if admitted else []
+            active, itl = self._start(job, samplers, admitted)
             step = 0
-            itl = cfg.mock_itl_ms / 1000
-            if job.abort_after is not None and job.abort_after <= 0:
-                job.abort()
-            while admitted and active:
-                if job.aborted.is_set():
-                    break
+            while active and not job.aborted.is_set():
                 if step > 0 and (itl > 0 or step % YIELD_EVERY == 0):
                     if not waited:
                         waited = True

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from mock_server.transforms.registry import Context, Json, transformer
+from mock_server.transforms.registry import Context, Json, key_dropper, transformer
 
 PREFIX = "generate-tokens-"
 ANSWERS = ("body", "chunk")  # choices are rewritten alike in the body and in each chunk
@@ -61,10 +61,9 @@ def prompt_token_ids_missing(body: Json, ctx: Context) -> Json:
     return body
 
 
-@transformer("prompt-token-ids-missing", "chunk")
-def prompt_token_ids_missing_chunk(chunk: Json, ctx: Context) -> Json:
-    chunk.pop("prompt_token_ids", None)
-    return chunk
+prompt_token_ids_missing_chunk = key_dropper(
+    "prompt-token-ids-missing", "prompt_token_ids", "chunk"
+)
 
 
 @transformer("usage-miscount", "body")

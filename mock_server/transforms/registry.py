@@ -59,30 +59,43 @@ class Context:
     state: dict[str, Any] = field(default_factory=dict)
 
 
+def _filer(
+    table: dict[str, dict[str, Callable[..., Any]]], name: str, kinds: tuple[str, ...]
+) -> Callable[[F], F]:
+    """The decorator that files `fn` in `table` under `name`, for each of `kinds`."""
+
+    def register(fn: F) -> F:
+        for kind in kinds:
+            table[kind][name] = fn
+        return fn
+
+    return register
+
+
 def transformer(name: str, *kinds: str) -> Callable[[F], F]:
     """Register `fn` as defect `name`'s transformer for `kinds`; the name must be catalogued."""
     if name not in DEFECTS:  # a typo must not silently leave a defect without effect
         raise KeyError(name)
-
-    def register(fn: F) -> F:
-        for kind in kinds:
-            _REGISTRY[kind][name] = fn
-        return fn
-
-    return register
+    return _filer(_REGISTRY, name, kinds)
 
 
 def release_transformer(name: str, *kinds: str) -> Callable[[F], F]:
     """Register `fn` as the release rewrite `name` (a name some `Release.rewrites` lists)."""
     if name not in REWRITES:
         raise KeyError(name)
+    return _filer(_RELEASE, name, kinds)
 
-    def register(fn: F) -> F:
-        for kind in kinds:
-            _RELEASE[kind][name] = fn
-        return fn
 
-    return register
+def key_dropper(name: str, key: str, *kinds: str) -> Callable[[Json, Context], Json]:
+    """Register defect `name` as one that only leaves `key` out of the answers of `kinds`
+    (where it is there); the transformer is returned."""
+
+    def drop(obj: Json, ctx: Context) -> Json:
+        obj.pop(key, None)
+        return obj
+
+    drop.__name__ = drop.__qualname__ = f"drop_{key}"
+    return transformer(name, *kinds)(drop)
 
 
 def registered(kind: str) -> Iterable[str]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from mock_server.fields import routed_experts, weight_spans
 from mock_server.sequence import Sequence
-from mock_server.transforms.registry import Context, Json, transformer
+from mock_server.transforms.registry import Context, Json, key_dropper, transformer
 
 
 def _pairs(chunk: Json, ctx: Context) -> list[tuple[Json, Sequence]]:
@@ -19,10 +19,7 @@ def _pairs(chunk: Json, ctx: Context) -> list[tuple[Json, Sequence]]:
     return [(choice, ctx.sequences[int(choice["index"])]) for choice in chunk["choices"]]
 
 
-@transformer("stream-chunk-no-output-mode", "chunk")
-def stream_chunk_no_output_mode(chunk: Json, ctx: Context) -> Json:
-    chunk.pop("output_mode", None)
-    return chunk
+stream_chunk_no_output_mode = key_dropper("stream-chunk-no-output-mode", "output_mode", "chunk")
 
 
 @transformer("stream-cumulative-deltas", "chunk")
