@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from .assemble import report_from
-from .foundations import builds_on
+from .foundations import builds_on, implied
 from .http import ServerBroke
 from .in_flight import Inconclusive
 from .registry import needs_of, requirements_of, runs_last
@@ -22,7 +22,11 @@ class Collector:
     """Registered as a pytest plugin object for one run (by the runner or by plugin.py)."""
 
     def __init__(
-        self, config: SuiteConfig, session: Session | None = None, summary: bool = False
+        self,
+        config: SuiteConfig,
+        session: Session | None = None,
+        summary: bool = False,
+        selection: frozenset[str] | None = None,
     ) -> None:
         self.config = config
         self.session = session
@@ -30,7 +34,8 @@ class Collector:
         self._open_error: Exception | None = None
         self.outcomes: list[tuple[tuple[str, ...], CheckResult]] = []
         self._started: dict[str, float] = {}
-        self.selected: frozenset[str] | None = None
+        self.selected: frozenset[str] | None = selection
+        self._selection = selection  # the whole run's, when this session runs only part
 
     def open(self) -> Session:
         if self._open_error is not None:
@@ -74,7 +79,7 @@ class Collector:
             else:
                 drop.append(item)
         keep.sort(key=lambda item: runs_last(getattr(item, "function", None)))
-        self.selected = frozenset(
+        self.selected = self._selection or frozenset(
             rid for item in keep for rid in requirements_of(getattr(item, "function", None))
         )
         if self.session is not None:
@@ -97,7 +102,8 @@ class Collector:
             ids = requirements_of(function)
             what = by_id()[ids[0]].title if ids else item.name
             self.session.applies(needs_of(function), what, ids)
-            builds_on(self.session, *needs_of(function).builds_on)
+            ground = implied(self.session, ids)
+            builds_on(self.session, *ground, *needs_of(function).builds_on)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(

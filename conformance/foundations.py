@@ -38,6 +38,28 @@ def _minimal(s: Session) -> list[dict[str, Any]]:
     )
 
 
+def _choices_listed(s: Session) -> str | None:
+    """Every check reads `choices`; an answer without a list of choice objects is GEN-001's
+    (a body that is no GenerateResponse), not a failure of each check's own field."""
+    data = s.remember("foundation-body", lambda: api.generate(s, api.body(4), what="minimal"))
+    choices = data.get("choices")
+    if isinstance(choices, list) and choices and all(isinstance(c, dict) for c in choices):
+        return None
+    return f"a minimal generate's choices are {choices!r:.80}, not a list of choice objects"
+
+
+GROUND = "GEN-001"
+"""What every check that reads a generate answer stands on (see `implied`)."""
+
+
+def implied(s: Session, deciding: tuple[str, ...]) -> tuple[str, ...]:
+    """The ground every check stands on without naming it: a generate answer with choices.
+    Only where generate works, and not for the checks that judge that ground themselves."""
+    if s.features.generate != "enabled" or {GROUND, "SCHEMA-GEN-001"} & set(deciding):
+        return ()
+    return (GROUND,)
+
+
 def _finish_reasons(s: Session) -> str | None:
     for i, choice in enumerate(_minimal(s)):
         reason = choice.get("finish_reason")
@@ -176,6 +198,7 @@ def _abort_route(s: Session) -> str | None:
 
 
 FOUNDATIONS: dict[str, Probe] = {
+    GROUND: _choices_listed,
     "ABORT-001": _abort_route,
     "DISABLED-001": _gated,
     "AUTH-001": _key_demanded,

@@ -34,10 +34,15 @@ def items(s: Session) -> list[tuple[str, dict]]:
                 f"{choice.get('logprobs')!r:.120}"
             )
         assert isinstance(content, list)
-        for i, entry in enumerate(content):
+        for i, entry in enumerate(content):  # entries that are no objects: SCHEMA-GEN-001's
             where = f"choice {choice.get('index')} entry {i}"
-            out.append((where, entry))
-            out += [(f"{where} top {j}", t) for j, t in enumerate(entry.get("top_logprobs", []))]
+            if isinstance(entry, dict):
+                out.append((where, entry))
+                tops = entry.get("top_logprobs")
+                tops = tops if isinstance(tops, list) else []
+                out += [(f"{where} top {j}", t) for j, t in enumerate(tops) if isinstance(t, dict)]
+    if not out:
+        fail("text mode with logprobs 2 returned no logprob entry that is an object")
     return out
 
 
