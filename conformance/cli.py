@@ -61,6 +61,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=float, default=10.0, help="per-request timeout, s")
     run.add_argument("--deadline", type=float, default=600.0, help="whole-run deadline, s")
     run.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="check modules run side by side (default: 1 on a server that answers within "
+        "0.2 s, else up to 4 within its max_num_seqs); 1 runs every check in one session",
+    )
+    run.add_argument(
         "--profile",
         action="append",
         choices=sorted(PROFILES),
@@ -177,6 +184,7 @@ def _run(args: argparse.Namespace) -> int:
             deadline_s=args.deadline,
             requirement_ids=wanted,
             keyword=args.keyword,
+            workers=args.workers,
         )
     except ValueError as exc:
         print(f"tito-conformance: error: {exc}", file=sys.stderr)

@@ -7,12 +7,15 @@ import io
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from . import parallel
 from .assemble import SUITE_NAME, build, report_from
 from .collector import Collector
 from .features import ProbeError
+from .registry import all_checks
 from .reporting.progress import Progress
 from .results import Report
 from .session import Session, SuiteConfig
@@ -20,11 +23,12 @@ from .session import Session, SuiteConfig
 CHECKS_DIR = Path(__file__).parent / "checks"
 
 
-def pytest_args(config: SuiteConfig) -> list[str]:
-    """The inner pytest command line: only our checks, none of the host project's settings."""
+def pytest_args(config: SuiteConfig, paths: list[Path] | None = None) -> list[str]:
+    """The inner pytest command line: only our checks (`paths`: these modules of them), none
+    of the host project's settings."""
     checks = str(CHECKS_DIR)
     args = [
-        checks,
+        *(str(p) for p in paths or [CHECKS_DIR]),
         "-q",
         "-p",
         "no:cacheprovider",
@@ -54,21 +58,41 @@ def run(config: SuiteConfig) -> Report:
         session = Session.open(config)
     except ProbeError as exc:
         return build(config, None, started_at, t0, [], harness_error=str(exc))
-    collector = Collector(config, session)
-    output = io.StringIO()
+    workers = parallel.workers_for(config, session.limits)
+    outcomes: list[tuple[tuple[str, ...], Any]] = []
+    errors: list[str] = []
+    paths: list[Path] | None = None
+    selection: frozenset[str] | None = None
     try:
+        if workers > 1:  # a slow server: the independent modules side by side first
+            shared, paths = parallel.modules(CHECKS_DIR)
+            selection = frozenset(rid for ids in all_checks().values() for rid in ids)
+            jobs = [pytest_args(config, [module]) for module in shared]
+            progress = progress_plugin(config)
+            progress.update(f"{len(shared)} check modules, {workers} at a time")
+            try:
+                shards = parallel.run_workers(session, workers, jobs, selection)
+            finally:
+                progress.clear()
+            found, error = parallel.merge(session, shards)
+            outcomes += found
+            errors += [error] if error else []
+        collector = Collector(config, session, selection=selection)
+        output = io.StringIO()
         with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-            code = pytest.main(pytest_args(config), plugins=[collector, progress_plugin(config)])
+            code = pytest.main(
+                pytest_args(config, paths), plugins=[collector, progress_plugin(config)]
+            )
+        outcomes += collector.outcomes
     finally:
         session.close()
-    error = ""
     if code not in (
         pytest.ExitCode.OK,
         pytest.ExitCode.TESTS_FAILED,
         pytest.ExitCode.NO_TESTS_COLLECTED,
     ):
-        error = f"pytest exited with {code!r}:\n{output.getvalue()[-3000:]}"
-    return build(config, session, started_at, t0, collector.outcomes, harness_error=error)
+        errors.append(f"pytest exited with {code!r}:\n{output.getvalue()[-3000:]}")
+    return build(config, session, started_at, t0, outcomes, harness_error="\n".join(errors))
 
 
 def progress_plugin(config: SuiteConfig) -> Progress:

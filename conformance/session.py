@@ -33,6 +33,7 @@ class SuiteConfig:
     profile: str | None = None
     requirement_ids: frozenset[str] | None = None  # run only the checks of these
     keyword: str | None = None  # pytest -k
+    workers: int | None = None  # check modules run at once; None: from the server's pace
 
     def __post_init__(self) -> None:
         unknown = sorted(self.expect - set(KNOWN_FEATURES))
@@ -69,6 +70,14 @@ class Session:
             client.close()
             raise
         client.log.clear()
+        client.bound_for = limits.body_bound
+        return cls(config, client, features, limits)
+
+    @classmethod
+    def learned(cls, config: SuiteConfig, features: Features, limits: Limits) -> Session:
+        """A session that knows what another session's probe learned (a worker's: no second
+        probe), with a client and request ids of its own."""
+        client = Client(config.base_url, config.api_key, config.timeout, config.stream_deadline)
         client.bound_for = limits.body_bound
         return cls(config, client, features, limits)
 

@@ -37,18 +37,6 @@ def test_abort_needs_key(tito: Session) -> None:
     )
 
 
-@checks(
-    "AUTH-003",
-    needs=(
-        "api-key",
-        "legacy-abort",
-    ),
-)
-def test_legacy_abort_open(tito: Session) -> None:
-    reply = tito.client.post(api.LEGACY_ABORT, {"request_ids": []}, auth=False)
-    api.status_is(reply, 200, "/abort_requests without a key")
-
-
 GUARDED = (api.GENERATE, api.ABORT, "/v1/completions/render")
 
 

@@ -1,0 +1,133 @@
+"""Independent check modules side by side, on a server whose every answer waits.
+
+Against a server whose first token takes seconds, a run is the sum of its requests' waits:
+at 2 s a token the suite's ~80 generates took 160 s one after the other. Most check modules
+touch no state of the server but their own requests, so the runner hands them to worker
+processes, as many as the server runs side by side (its learned max_num_seqs over the 8
+choices a check may ask for), each with the probe's knowledge and a session of its own (its
+own request ids). What reaches the server as a whole runs afterwards in the runner itself,
+alone: the checks that abort every request or read the server's counters, the checks that
+judge every body the others received (the workers hand theirs back) and the ones that may
+take the server down.
+
+Against a fast server nothing is gained, so it runs as before: one pytest session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .collector import Collector
+from .features import Features
+from .limits import Limits
+from .results import CheckResult
+from .session import Session, SuiteConfig
+
+SERIAL = ("test_server_wide.py", "test_errors.py", "test_schema.py")
+"""Modules that act on or read the whole server (an abort of every request, `/mock/stats`),
+judge what the others received, or may end the server (ERR-007): they run after the workers,
+in the runner's own session. Aborts act
+on their own request ids and read their own timelines, and the weight label is judged only by
+its own module, so both run beside the others."""
+FIRST = ("test_core.py", "test_abort.py", "test_stop.py", "test_text_mode.py")
+"""The longest modules (most requests), handed out first so no worker is left with one."""
+SLOW_FIRST_TOKEN_S = 0.2  # below this, waiting is not what a run spends its time on
+MAX_WORKERS = 4
+CHOICES_PER_CHECK = 8  # the most choices one check asks for at a time
+
+
+def workers_for(config: SuiteConfig, limits: Limits) -> int:
+    """How many modules run at once: 1 (the plain run) unless the server is slow to answer
+    and takes several checks' requests side by side; never with -k or --requirement, whose
+    selection only one pytest session can make."""
+    if config.workers is not None:
+        return max(1, config.workers)
+    if config.keyword or config.requirement_ids is not None:
+        return 1
+    if (limits.ttft_s or 0.0) < SLOW_FIRST_TOKEN_S:
+        return 1
+    if limits.max_n is None:
+        return MAX_WORKERS
+    return max(1, min(MAX_WORKERS, limits.max_n // CHOICES_PER_CHECK))
+
+
+def modules(checks_dir: Path) -> tuple[list[Path], list[Path]]:
+    """(modules for the workers, modules for the runner afterwards)."""
+
+    def order(path: Path) -> tuple[int, str]:
+        return (FIRST.index(path.name) if path.name in FIRST else len(FIRST), path.name)
+
+    found = sorted(checks_dir.glob("test_*.py"), key=order)
+    return [p for p in found if p.name not in SERIAL], [p for p in found if p.name in SERIAL]
+
+
+@dataclass
+class Shard:
+    """What one worker's module gave back: its check outcomes and the bodies it received."""
+
+    outcomes: list[tuple[tuple[str, ...], CheckResult]] = field(default_factory=list)
+    observed: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
+    error: str = ""
+
+
+def run_module(
+    config: SuiteConfig,
+    features: Features,
+    limits: Limits,
+    selected: frozenset[str] | None,
+    args: list[str],
+) -> Shard:
+    """In a worker: one pytest session over one module, with a session built from what the
+    runner's probe learned (no second probe) and the whole run's selection (so a claimed
+    feature's anchor in another module still blocks here instead of failing)."""
+    session = Session.learned(config, features, limits)
+    session.selected = selected
+    collector = Collector(config, session, selection=selected)
+    output = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+            code = pytest.main(args, plugins=[collector])
+    finally:
+        session.close()
+    error = ""
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        error = f"pytest exited with {code!r}:\n{output.getvalue()[-3000:]}"
+    return Shard(collector.outcomes, session.observed, error)
+
+
+def run_workers(
+    session: Session, workers: int, jobs: list[list[str]], selected: frozenset[str] | None
+) -> list[Shard]:
+    """Each job (a module's pytest arguments) in a fresh interpreter, `workers` at a time."""
+    context = multiprocessing.get_context("spawn")  # no fork of a process holding sockets
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        futures = [
+            pool.submit(
+                run_module, session.config, session.features, session.limits, selected, args
+            )
+            for args in jobs
+        ]
+        return [f.result() for f in futures]
+
+
+def merge(session: Session, shards: list[Shard]) -> tuple[list[tuple[Any, CheckResult]], str]:
+    """The workers' outcomes, and their bodies kept on the runner's session for the checks
+    that judge every body received."""
+    outcomes: list[tuple[Any, CheckResult]] = []
+    errors = []
+    for shard in shards:
+        outcomes += shard.outcomes
+        for schema, bodies in shard.observed.items():
+            for what, body in bodies:
+                session.observe(schema, what, body)
+        if shard.error:
+            errors.append(shard.error)
+    return outcomes, "\n".join(errors)

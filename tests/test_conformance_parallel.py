@@ -1,0 +1,75 @@
+"""Check modules side by side (`conformance.parallel`): the same verdicts as one session.
+
+Against a slow server the runner runs the independent check modules in worker processes and
+the rest after them. The verdict must not depend on it: a correct mock is clean either way,
+and a defect fails its own requirement either way, whether its check runs in a worker or in
+the runner's own session afterwards.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance import parallel
+from conformance.embedded import embedded_mock
+from conformance.limits import Limits
+from conformance.registry import all_checks
+from conformance.results import Status
+from conformance.runner import CHECKS_DIR, run
+from conformance.session import SuiteConfig
+
+CONFIG = SuiteConfig("http://127.0.0.1:1")
+
+
+@pytest.mark.parametrize(
+    ("limits", "config", "workers"),
+    [
+        (Limits(ttft_s=0.001), CONFIG, 1),  # a fast server: nothing to gain
+        (Limits(ttft_s=3.0), CONFIG, parallel.MAX_WORKERS),  # slow, no n limit found
+        (Limits(ttft_s=3.0, max_n=16), CONFIG, 2),  # 8 choices a check, 16 side by side
+        (Limits(ttft_s=3.0, max_n=1), CONFIG, 1),  # --max-num-seqs 1: one at a time
+        (Limits(ttft_s=3.0), SuiteConfig("http://x", keyword="stream"), 1),  # -k: one session
+        (Limits(ttft_s=3.0), SuiteConfig("http://x", requirement_ids=frozenset({"GEN-001"})), 1),
+        (Limits(ttft_s=0.001), SuiteConfig("http://x", workers=3), 3),  # --workers wins
+    ],
+)
+def test_workers_follow_the_servers_pace_and_capacity(
+    limits: Limits, config: SuiteConfig, workers: int
+) -> None:
+    assert parallel.workers_for(config, limits) == workers
+
+
+def test_every_module_runs_once_and_the_server_wide_ones_alone() -> None:
+    shared, alone = parallel.modules(CHECKS_DIR)
+    names = [p.name for p in shared + alone]
+    assert sorted(names) == sorted(p.name for p in CHECKS_DIR.glob("test_*.py"))
+    assert {p.name for p in alone} == set(parallel.SERIAL)
+    assert [p.name for p in shared[: len(parallel.FIRST)]] == list(parallel.FIRST)
+    # they abort every request (dev mode) or read the server's counters: never beside others
+    for rid in ("ABORT-007", "ABORT-008", "ABORT-009", "AUTH-003"):
+        where = {name.rsplit(".", 2)[-2] for name, ids in all_checks().items() if rid in ids}
+        assert where == {"test_server_wide"}, rid
+
+
+def _verdicts(workers: int, defects: tuple[str, ...] = ()) -> dict[str, Status]:
+    with embedded_mock("scale-out", defects=defects, workers=workers) as (_, config):
+        report = run(config)
+    assert not report.harness_error, report.harness_error
+    return {r.requirement.id: r.status for r in report.requirements}
+
+
+BROKEN = {"usage-miscount": "GEN-RESP-003", "disconnect-no-abort": "ABORT-009"}
+
+
+@pytest.mark.parametrize(
+    "defects",
+    [(), ("usage-miscount",), ("disconnect-no-abort",)],
+    ids=["correct", "defect-in-a-worker", "defect-checked-alone"],
+)
+def test_side_by_side_gives_the_verdicts_of_one_session(defects: tuple[str, ...]) -> None:
+    alone, side_by_side = _verdicts(1, defects), _verdicts(3, defects)
+    assert side_by_side == alone
+    for defect in defects:
+        assert side_by_side[BROKEN[defect]] is Status.FAIL
+    if not defects:
+        assert {Status.FAIL, Status.ERROR}.isdisjoint(side_by_side.values())
