@@ -26,6 +26,11 @@ UNRESPONSIVE_AFTER = 3  # consecutive timeouts before the client stops sending
 _MISSING: Any = object()
 
 
+def auth_header(api_key: str | None) -> dict[str, str]:
+    """The API key as vLLM's middleware reads it: the one place the kit spells the header."""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
 class ServerBroke(AssertionError):
     """The server did not speak HTTP/JSON/SSE acceptably: timeout, garbage, too big, cut off."""
 
@@ -211,8 +216,8 @@ class Client:
         if body is not _MISSING:
             content = dumps(body)
             sent["Content-Type"] = "application/json"
-        if auth and self.api_key:
-            sent["Authorization"] = f"Bearer {self.api_key}"
+        if auth:
+            sent.update(auth_header(self.api_key))
         sent.update(headers or {})
         exchange = Exchange(method, self.base_url + path, sent, content, stream=stream)
         with self._lock:

@@ -22,6 +22,7 @@ GENERATE = "/inference/v1/generate"
 PROBE_PROMPT = [10, 11, 12]
 PROBE_N = 64  # the largest n asked for; a server accepting it has no limit a check can reach
 PROBE_LOGPROBS = 64
+FAR_LOGPROBS = 4096  # asked once 64 passed: vLLM's 400 then names a larger --max-logprobs
 PACE_TOKENS = 8
 SIZE_TOKENS = 4  # a sampled answer this long shows what each token adds to a body
 # vLLM 0.32's own words (captures n5_gt_max_num_seqs, logprobs_21):
@@ -92,7 +93,7 @@ class Limits:
             f"max_model_len {show(self.max_model_len)}, max n {show(self.max_n)}"
             f"{'' if self.max_n is not None else f' (>= {PROBE_N})'}, max logprobs "
             f"{show(self.max_logprobs)}"
-            f"{'' if self.max_logprobs is not None else f' (>= {PROBE_LOGPROBS})'}; pace: first "
+            f"{'' if self.max_logprobs is not None else f' (>= {FAR_LOGPROBS})'}; pace: first "
             f"token {ms(self.ttft_s)}, then {ms(self.itl_s)}/token"
         )
 
@@ -140,6 +141,20 @@ def _largest_accepted(
         except ServerBroke:
             break
     return steps[-1], f"{key} {probe} answered {reply.status}; nothing larger was accepted"
+
+
+def _named_limit(
+    client: Client, key: str, value: int, pattern: re.Pattern[str]
+) -> tuple[int | None, str]:
+    """The limit a 400 for `value` names, if it names one."""
+    try:
+        reply = client.post(GENERATE, _body(**{key: value}))
+    except ServerBroke as exc:
+        return None, f"{key} {value}: {exc}"
+    found = pattern.search(_message(reply)) if reply.status == 400 else None
+    if found is None:
+        return None, f"{key} {value} answered {reply.status}"
+    return int(found.group(1)), f"{key} {value}: 400 {_message(reply)[:160]!r}"
 
 
 def _max_model_len(client: Client, model: str | None) -> tuple[int | None, str]:
@@ -218,6 +233,9 @@ def probe_limits(client: Client, model: str | None) -> Limits:
     max_logprobs, evidence["max_logprobs"] = _largest_accepted(
         client, "logprobs", PROBE_LOGPROBS, LOGPROBS_LIMIT, (20, 5, 1, 0)
     )
+    if max_logprobs is None:  # 64 passed: a larger limit is named by the 400 past it
+        max_logprobs, far = _named_limit(client, "logprobs", FAR_LOGPROBS, LOGPROBS_LIMIT)
+        evidence["max_logprobs"] += f"; {far}"
     if max_logprobs is not None and max_logprobs < 0:  # vLLM's -1: the whole vocabulary
         max_logprobs = None
     ttft, itl, evidence["pace"] = _pace(client)

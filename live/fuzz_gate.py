@@ -15,6 +15,7 @@ import httpx
 
 from conformance.fuzz.findings import Finding
 from conformance.fuzz.run import FuzzResult
+from conformance.http import auth_header
 
 from .deviations import Deviation, Reproducer, verdict_lines
 
@@ -60,9 +61,7 @@ def replay(
     base_url: str, api_key: str | None, reproducer: Reproducer, timeout_s: float = 30.0
 ) -> Replay:
     """Send the reproducer once; whether the answer still shows the deviation."""
-    headers = dict(reproducer.headers)
-    if api_key:
-        headers.setdefault("Authorization", f"Bearer {api_key}")
+    headers = {**auth_header(api_key), **dict(reproducer.headers)}
     try:
         response = httpx.request(
             reproducer.method,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from conformance.http import auth_header
 from conformance.server_process import (
     ServerProcess,
     ServerStartError,
@@ -72,7 +73,7 @@ class LiveServer(ServerProcess):
 
     def _warm_up(self) -> None:
         t0 = time.monotonic()
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        headers = auth_header(self.api_key)
         try:
             httpx.post(
                 self.base_url + "/inference/v1/generate",

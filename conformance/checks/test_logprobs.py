@@ -121,7 +121,7 @@ def test_logprobs_above_max(tito: Session) -> None:
 
 @checks("LOGP-010", needs=("generate",))
 def test_prompt_logprobs(tito: Session) -> None:
-    data = api.generate(tito, api.body(2, prompt_logprobs=1))
+    data = api.generate(tito, api.body(2, prompt_logprobs=tito.limits.logprobs(1)))
     plp = data.get("prompt_logprobs")
     if not isinstance(plp, list) or len(plp) != len(api.PROMPT):
         fail(f"prompt_logprobs {plp!r:.200} is not one entry per prompt token ({len(api.PROMPT)})")

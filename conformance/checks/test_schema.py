@@ -39,14 +39,14 @@ ABORT_EARLY = {"X-Mock-Abort-After-Tokens": "2"}  # a mock's aborted answer; oth
 def _own(s: Session) -> list[tuple[str, dict[str, Any], dict[str, str]]]:
     """A few requests of every mode (and, on the mock, an aborted one), so these judge the
     same ground however the run was cut."""
-    n = s.limits.n(2)
+    n, k = s.limits.n(2), s.limits.logprobs(1)
     found = [
         ("minimal generate", api.body(4), {}),
-        (f"generate with n {n} and logprobs 1", api.seeded(4, n=n, logprobs=1), {}),
+        (f"generate with n {n} and logprobs {k}", api.seeded(4, n=n, logprobs=k), {}),
         ("generate aborted after 2 tokens", api.body(6, ignore_eos=True), ABORT_EARLY),
     ]
     if "text-mode" in s.features.names():
-        text = api.body(4, logprobs=1, top={"output_mode": "text"})
+        text = api.body(4, logprobs=k, top={"output_mode": "text"})
         found.append(("text-mode generate", text, {}))
     return found
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from ..http import auth_header
 from ..in_flight import first_request_id, ids_for
 from .answer import Answer, Request
 from .case import Case
@@ -49,8 +50,7 @@ def _headers(case: Case, target: Target) -> dict[str, str]:
     if case.content_type is not None and (case.body is not None or case.raw is not None):
         headers["Content-Type"] = case.content_type
     key = {"key": target.api_key, "wrong": WRONG_KEY, "none": None}[case.auth]
-    if key:
-        headers["Authorization"] = f"Bearer {key}"
+    headers.update(auth_header(key))
     return headers
 
 

@@ -9,8 +9,10 @@ each distinct failure is recorded once with its curl line, and the group runs to
 from __future__ import annotations
 
 import copy
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +25,7 @@ from schemathesis.core.failures import CustomFailure, Failure, FailureGroup
 
 import openapi
 
+from ..http import auth_header
 from . import generation, lax, sanitize
 from .checks import OUR_CHECKS, stream_payloads
 from .expectations import operations, request_schema, schemathesis_config, serving
@@ -70,6 +73,10 @@ def builtin_checks() -> list[Checker]:
     ]
 
 
+MAX_SENDERS = 8
+SPEC_MAX_LOGPROBS = 20  # the spec's `maximum` for logprobs: vLLM's default --max-logprobs
+
+
 class ServerGone(Exception):
     """The server stopped answering; later groups cannot run."""
 
@@ -85,7 +92,7 @@ class Fuzzer:
     def __post_init__(self) -> None:
         cfg = self.config
         headers = dict(cfg.extra_headers)
-        self.auth = {"Authorization": f"Bearer {cfg.api_key}"} if cfg.api_key else {}
+        self.auth = auth_header(cfg.api_key)
         self.headers = headers
         st_config = schemathesis.Config.from_dict(
             schemathesis_config(
@@ -105,19 +112,37 @@ class Fuzzer:
             self.schema.app = cfg.app
         self.checks: list[Checker] = [*builtin_checks(), *OUR_CHECKS]
         self._session: Any = None
+        self._local = threading.local()  # over HTTP, one requests session per sender thread
+        self._sessions: list[Any] = []
+        self._lock = threading.Lock()
 
     # ---- sending -------------------------------------------------------------------------
     def call(self, case: Any) -> Any:
-        if self._session is None:
-            self._session = self._open_session()
         if self.config.app is not None:
+            if self._session is None:
+                self._session = self._open_session()
             return case.call(session=self._session, headers=self.headers)
+        session = getattr(self._local, "session", None)
+        if session is None:
+            session = self._local.session = self._open_session()
+            with self._lock:
+                self._sessions.append(session)
         return case.call(
             base_url=self.config.base_url,
-            session=self._session,
+            session=session,
             headers=self.headers,
             timeout=self.config.request_timeout_s,
         )
+
+    def senders(self) -> int:
+        """How many cases go out at once: over HTTP, as many as the server runs side by side
+        (its learned max_num_seqs, over the 4 choices a positive case may ask for; 8 when no
+        limit was found), so none waits in its queue past the answer budget. In-process, one:
+        the app and the fuzzer share a thread."""
+        if self.config.app is not None:
+            return 1
+        max_n = self.facts.limits.max_n
+        return MAX_SENDERS if max_n is None else max(1, min(MAX_SENDERS, max_n // 4))
 
     def _open_session(self) -> Any:
         """One session for the run. In-process, schemathesis would otherwise build an ASGI
@@ -135,6 +160,8 @@ class Fuzzer:
         return session
 
     def close(self) -> None:
+        for session in self._sessions:
+            session.close()
         if self._session is not None:
             if self.config.app is not None:
                 self._session.__exit__(None, None, None)
@@ -292,16 +319,29 @@ class Fuzzer:
         started = time.monotonic()
         drawn = generation.drawn(op_id, mode, security, self.config.seed, self.config.max_examples)
         stats.skipped = drawn.skipped
-        for raw in drawn.cases:
-            if self.server_gone:
-                break
-            stats.cases += 1
-            case = self.prepare(op_id, generation.bound(raw, op), positive)
-            try:
-                self.send_and_judge(op_id, group, case, stats)
-            except ServerGone as exc:
-                self.server_gone = str(exc)
+        cases = [self.prepare(op_id, generation.bound(raw, op), positive) for raw in drawn.cases]
+        with ThreadPoolExecutor(self.senders(), thread_name_prefix="fuzz") as pool:
+            sent = [pool.submit(self._answer, case) for case in cases]
+            for case, answer in zip(cases, sent, strict=True):  # judged in draw order
+                if self.server_gone:
+                    break
+                stats.cases += 1
+                try:
+                    self.send_and_judge(op_id, group, case, stats, answer=answer.result())
+                except ServerGone as exc:
+                    self.server_gone = str(exc)
+            for future in sent:
+                future.cancel()
         stats.duration_s = round(time.monotonic() - started, 3)
+
+    def _answer(self, case: Any) -> Any:
+        """The server's response to `case`, or the exception sending it raised."""
+        if self.server_gone:
+            return ServerGone(self.server_gone)
+        try:
+            return self.call(case)
+        except Exception as exc:
+            return exc
 
     def send_and_judge(
         self,
@@ -310,11 +350,17 @@ class Fuzzer:
         case: Any,
         stats: GroupStats,
         checks: list[Checker] | None = None,
+        answer: Any = None,
     ) -> None:
-        """Send one case and judge its answer (`checks`: instead of the usual set)."""
+        """Send one case (unless its `answer`, a response or an exception, came already) and
+        judge it (`checks`: instead of the usual set)."""
         index = stats.cases
         try:
-            response = self.call(case)
+            response = self.call(case) if answer is None else answer
+            if isinstance(response, Exception):
+                raise response
+        except ServerGone:
+            raise
         except Exception as exc:  # a timeout, a refused or reset connection
             if self.config.app is not None and not _is_transport(exc):
                 self.server_exception(op_id, group, case, exc, index)
@@ -324,7 +370,9 @@ class Fuzzer:
                 raise ServerGone(f"the server stopped answering during {op_id}") from exc
             return
         stats.statuses[response.status_code] = stats.statuses.get(response.status_code, 0) + 1
-        if group == "negative" and self._lax_only(op_id, case):
+        if group == "negative" and (
+            self._lax_only(op_id, case) or self._valid_on_this_server(op_id, case)
+        ):
             stats.lax += 1
             chosen = checks or self.checks
             checks = [c for c in chosen if c.__name__ != "negative_data_rejection"]
@@ -338,6 +386,27 @@ class Fuzzer:
         if any(_negative_in(case, where) for where in ("header", "query", "path")):
             return False
         return lax.lax_valid(openapi.schema_validator(name), case.body)
+
+    def _valid_on_this_server(self, op_id: str, case: Any) -> bool:
+        """A negative case whose only fault is a logprobs count above the spec's stated
+        default maximum (20) but within this server's learned --max-logprobs: valid here."""
+        name = request_schema(operations()[op_id][2])
+        body = case.body
+        sp = body.get("sampling_params") if isinstance(body, dict) else None
+        limit = self.facts.max_logprobs
+        if name is None or not isinstance(sp, dict) or limit <= SPEC_MAX_LOGPROBS:
+            return False
+        if any(_negative_in(case, where) for where in ("header", "query", "path")):
+            return False
+        raised = {
+            k: SPEC_MAX_LOGPROBS
+            for k in ("logprobs", "prompt_logprobs")
+            if type(sp.get(k)) is int and SPEC_MAX_LOGPROBS < sp[k] <= limit
+        }
+        if not raised:
+            return False
+        within = {**body, "sampling_params": {**sp, **raised}}
+        return bool(openapi.schema_validator(name).is_valid(within))
 
     def prepare(self, op_id: str, case: Any, positive: bool) -> Any:
         """Bound every case; make positive ones acceptable (see `sanitize`)."""

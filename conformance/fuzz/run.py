@@ -81,6 +81,7 @@ def facts_from(features: Features, limits: Limits, vocab_size: int | None = None
         dev_mode=features.dev_mode,
         vocab_size=vocab_size,
         model=features.model,
+        tokenizer=features.tokenizer,
         limits=limits,
     )
 

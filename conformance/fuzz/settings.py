@@ -29,6 +29,7 @@ class ServerFacts:
     dev_mode: bool = False
     vocab_size: int | None = None  # None: unknown, ids are kept below SAFE_VOCAB
     model: str | None = None
+    tokenizer: bool | None = None  # detected by the probe; None: as the profile implies
     limits: Limits = field(default_factory=Limits)
     """The suite probe's learned limits: a positive case never goes past one."""
 
@@ -48,6 +49,8 @@ class ServerFacts:
 
     @property
     def has_tokenizer(self) -> bool:
+        if self.tokenizer is not None:
+            return self.tokenizer
         return self.profile != "tokens-only"
 
 
