@@ -1,10 +1,12 @@
-"""Benchmark: the suite against the correct mock in every server setting (the settings matrix).
+"""Benchmark: `tito-conformance run` against the correct mock in every server setting.
 
 "A correct server passes at any speed and configuration": each setting starts `tito-mock` with
 other flags (latency, capacity, logprob and context limits, vocabulary, DP, API key,
-tokens-only, every core busy) and runs the whole suite against it; every one must end with
-0 fail, 0 warn, 0 error. `tests/test_conformance_settings.py` asserts exactly that over the same
-`SETTINGS`; this script prints the table.
+tokens-only, every serve flag the document names alone and together, every core busy) and
+runs `tito-conformance run --base-url` against it exactly as a user does, the small fuzz
+folded in; every one must end with 0 fail, 0 warn, 0 error (exit code 0).
+`tests/test_conformance_settings.py` asserts exactly that over the same `SETTINGS`; this
+script prints the table.
 
 Run: python benchmarks/bench_settings.py [--only NAME ...] [--json PATH]
 """
@@ -16,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,10 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.profiles import API_KEY, MOCK_KNOBS
-from conformance.results import Report, Status
-from conformance.runner import run
 from conformance.server_process import ServerProcess, free_port, mock_argv
-from conformance.session import SuiteConfig
 
 SCALE_OUT = ("--enable-scale-out",)
 DEV_MODE = {"VLLM_SERVER_DEV_MODE": "1"}
@@ -35,6 +35,7 @@ DEV_MODE = {"VLLM_SERVER_DEV_MODE": "1"}
 # plus the weight-label endpoints dev mode adds.
 SCALE_OUT_CLAIMS = frozenset({"scale-out", "abort", "text-mode", "render", "weight-labels"})
 TOKENS_ONLY_CLAIMS = frozenset({"tokens-only", "abort", "legacy-abort"})
+RUN_DEADLINE_S = 600.0  # `run`'s own --deadline default
 BUSY_MARGIN_S = 60.0  # the busy loop ends by itself at the run's deadline plus this, at the latest
 # Pinned, so a VLLM_* variable in the caller's environment cannot change a setting.
 BASE_ENV = {"VLLM_SERVER_DEV_MODE": "0", "VLLM_API_KEY": ""}
@@ -61,6 +62,16 @@ def _scale_out(name: str, *flags: str, min_passed: int = 60, busy: bool = False)
     return Setting(name, argv, SCALE_OUT_CLAIMS, dict(DEV_MODE), busy=busy, min_passed=min_passed)
 
 
+# The serve flags the document names that add to every answer (alone, then all together).
+PER_TOKEN_FLAGS = ("--return-sampling-mask", "--enable-return-routed-experts")
+ALL_FLAGS = (*PER_TOKEN_FLAGS, "--return-tokens-as-token-ids")
+
+
+def _tokens_only(name: str, *flags: str, min_passed: int = 50) -> Setting:
+    argv = ("--tokens-only", *MOCK_KNOBS, *flags)
+    return Setting(name, argv, TOKENS_ONLY_CLAIMS, min_passed=min_passed)
+
+
 SETTINGS: tuple[Setting, ...] = (
     # The README's own example: no latency at all.
     Setting("fast", SCALE_OUT, SCALE_OUT_CLAIMS, dict(DEV_MODE)),
@@ -71,9 +82,26 @@ SETTINGS: tuple[Setting, ...] = (
     _scale_out("max-num-seqs-1", "--max-num-seqs", "1", min_passed=40),
     _scale_out("max-num-seqs-2", "--max-num-seqs", "2"),
     _scale_out("max-num-seqs-4", "--max-num-seqs", "4"),
+    _scale_out("max-num-seqs-256", "--max-num-seqs", "256"),
+    _scale_out("max-logprobs-0", "--max-logprobs", "0", min_passed=40),
     _scale_out("max-logprobs-1", "--max-logprobs", "1", min_passed=40),
     _scale_out("max-logprobs-5", "--max-logprobs", "5"),
+    _scale_out("max-logprobs-64", "--max-logprobs", "64"),
+    _scale_out("max-model-len-64", "--max-model-len", "64", min_passed=40),
     _scale_out("max-model-len-128", "--max-model-len", "128", min_passed=40),
+    _scale_out("max-model-len-32768", "--max-model-len", "32768"),
+    _scale_out(
+        "tight",  # every limit small at once, on a slower server
+        "--max-num-seqs",
+        "1",
+        "--max-logprobs",
+        "1",
+        "--max-model-len",
+        "96",
+        "--mock-itl-ms",
+        "3",
+        min_passed=40,
+    ),
     _scale_out("vocab-2048", "--mock-vocab-size", "2048"),
     _scale_out("vocab-151936", "--mock-vocab-size", "151936"),
     Setting(
@@ -88,7 +116,31 @@ SETTINGS: tuple[Setting, ...] = (
         frozenset({"scale-out", "abort", "text-mode", "render", "api-key"}),
         api_key=API_KEY,
     ),
-    Setting("tokens-only", ("--tokens-only", *MOCK_KNOBS), TOKENS_ONLY_CLAIMS, min_passed=50),
+    _tokens_only("tokens-only"),
+    # The document's serve flags, each alone, then all of them with every other profile flag.
+    _scale_out("sampling-mask", "--return-sampling-mask"),
+    _scale_out("routed-experts", "--enable-return-routed-experts"),
+    _scale_out("tokens-as-token-ids", "--return-tokens-as-token-ids"),
+    Setting(  # no tokenizer: no text mode, no text render
+        "skip-tokenizer-init",
+        (*SCALE_OUT, *MOCK_KNOBS, "--skip-tokenizer-init"),
+        frozenset({"scale-out", "abort", "weight-labels"}),
+        dict(DEV_MODE),
+        min_passed=50,
+    ),
+    Setting(
+        "every-flag",
+        (*SCALE_OUT, *MOCK_KNOBS, *ALL_FLAGS, "--data-parallel-size", "2", "--api-key", API_KEY),
+        frozenset({"scale-out", "abort", "text-mode", "render", "api-key", "data-parallel"}),
+        dict(DEV_MODE),
+        api_key=API_KEY,
+    ),
+    Setting(
+        "tokens-only-every-flag",
+        ("--tokens-only", *MOCK_KNOBS, *PER_TOKEN_FLAGS, "--data-parallel-size", "2"),
+        TOKENS_ONLY_CLAIMS | {"data-parallel"},
+        min_passed=50,
+    ),
     _scale_out("busy", busy=True),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
@@ -116,60 +168,103 @@ def server_env(setting: Setting) -> dict[str, str]:
     return {**BASE_ENV, **setting.env}
 
 
-def run_setting(setting: Setting) -> Report:
-    """Start the mock as `setting` says, run the suite against it, stop everything."""
+@dataclass(frozen=True)
+class Outcome:
+    """What `tito-conformance run` gave for one setting: its exit code and JSON report."""
+
+    exit_code: int
+    report: dict[str, Any]
+    duration_s: float
+    output: str = ""
+
+    @property
+    def summary(self) -> dict[str, int]:
+        found = self.report.get("summary")
+        return found if isinstance(found, dict) else {}
+
+    @property
+    def clean(self) -> bool:
+        s = self.summary
+        return self.exit_code == 0 and not (s.get("failed") or s.get("warnings") or s.get("errors"))
+
+
+def cli_argv(setting: Setting, base_url: str, json_report: Path) -> list[str]:
+    """The command a user types (through this interpreter, so the checkout is what runs)."""
+    argv = [sys.executable, "-m", "conformance.cli", "run", "--base-url", base_url]
+    argv += ["--json-report", str(json_report)]
+    if setting.expect:
+        argv += ["--expect", ",".join(sorted(setting.expect))]
+    if setting.api_key:
+        argv += ["--api-key", setting.api_key]
+    return argv
+
+
+def run_setting(setting: Setting) -> Outcome:
+    """Start the mock as `setting` says, run `tito-conformance run` against it, stop all."""
     port = free_port()
     argv = mock_argv(port, list(setting.flags))
-    with ServerProcess(argv, port, env=server_env(setting)) as server:
-        config = SuiteConfig(
-            base_url=server.base_url,
-            api_key=setting.api_key,
-            expect=setting.expect,
-            profile=setting.name,
-            requirement_ids=setting.requirement_ids,
-            # Generous for the slow settings: 2 s to a first token, 25 ms a token, no spare core.
-            timeout=10.0,
-            warmup_timeout=10.0,
-            stream_deadline=60.0,
-            deadline_s=600.0,
-        )
-        if not setting.busy:
-            return run(config)
-        with busy_cores(config.deadline_s + BUSY_MARGIN_S):
-            return run(config)
+    started = time.monotonic()
+    with (
+        ServerProcess(argv, port, env=server_env(setting)) as server,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        path = Path(tmp) / "report.json"
+        command = cli_argv(setting, server.base_url, path)
+        env = {**os.environ, "TITO_PROGRESS": "0"}
+        if setting.busy:
+            with busy_cores(RUN_DEADLINE_S + BUSY_MARGIN_S):
+                done = _call(command, env)
+        else:
+            done = _call(command, env)
+        report = json.loads(path.read_text()) if path.exists() else {}
+    output = (done.stdout[-4000:] + done.stderr[-4000:]).strip()
+    return Outcome(done.returncode, report, time.monotonic() - started, output)
 
 
-def problems(report: Report, width: int = 300) -> list[str]:
+def _call(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=RUN_DEADLINE_S + 120,
+        check=False,
+    )
+
+
+def problems(outcome: Outcome, width: int = 300) -> list[str]:
     """Each failing, warning or broken requirement with its reason, one line each."""
-    lines = [f"harness error: {report.harness_error[:width]}"] if report.harness_error else []
-    for r in report.requirements:
-        if r.status in (Status.FAIL, Status.ERROR):
-            kind = "warn" if r.is_warning else r.status.value
-            reason = " ".join(r.reason.split())
-            lines.append(f"{r.requirement.id} [{kind}] {reason[:width]}")
+    lines = [] if outcome.report else [f"no report (exit {outcome.exit_code}): {outcome.output}"]
+    for r in outcome.report.get("requirements", []):
+        if r.get("status") in ("fail", "error"):
+            kind = "warn" if r["status"] == "fail" and r.get("level") != "MUST" else r["status"]
+            reason = " ".join(str(r.get("reason", "")).split())
+            lines.append(f"{r.get('id')} [{kind}] {reason[:width]}")
     return lines
 
 
-def row(setting: Setting, report: Report) -> dict[str, Any]:
-    s = report.summary
+def row(setting: Setting, outcome: Outcome) -> dict[str, Any]:
+    s = outcome.summary
     return {
         "setting": setting.name,
-        "passed": s.passed,
-        "failed": s.failed,
-        "warn": s.warnings,
-        "skip": s.skipped,
-        "error": s.errors,
-        "skipped_for_limits": s.skipped_for_limits,
-        "duration_s": round(report.duration_s, 1),
-        "problems": problems(report),
+        "exit": outcome.exit_code,
+        "passed": s.get("passed"),
+        "failed": s.get("failed"),
+        "warn": s.get("warnings"),
+        "skip": s.get("skipped"),
+        "error": s.get("errors"),
+        "skipped_for_limits": s.get("skipped_for_limits"),
+        "duration_s": round(outcome.duration_s, 1),
+        "problems": problems(outcome),
     }
 
 
-COLUMNS = ("setting", "passed", "failed", "warn", "skip", "error", "skipped_for_limits")
+COLUMNS = ("setting", "exit", "passed", "failed", "warn", "skip", "error", "skipped_for_limits")
 
 
 def print_row(r: dict[str, Any]) -> None:
-    cells = [f"{r['setting']:<18}"] + [f"{r[c]!s:>6}" for c in COLUMNS[1:-1]]
+    cells = [f"{r['setting']:<22}"] + [f"{r[c]!s:>6}" for c in COLUMNS[1:-1]]
     cells += [f"{r['skipped_for_limits']!s:>18}", f"{r['duration_s']!s:>10}"]
     print(" | ".join(cells), flush=True)
 
@@ -181,7 +276,7 @@ def main() -> int:
     parser.add_argument("-v", "--verbose", action="store_true", help="list each problem")
     args = parser.parse_args()
     chosen = [BY_NAME[n] for n in args.only] if args.only else list(SETTINGS)
-    header = [f"{'setting':<18}"] + [f"{c:>6}" for c in COLUMNS[1:-1]]
+    header = [f"{'setting':<22}"] + [f"{c:>6}" for c in COLUMNS[1:-1]]
     print(" | ".join([*header, f"{'skipped-for-limits':>18}", f"{'duration s':>10}"]))
     rows, t0 = [], time.monotonic()
     for setting in chosen:
@@ -190,7 +285,7 @@ def main() -> int:
         if args.verbose:
             for line in rows[-1]["problems"]:
                 print(f"    {line}")
-    clean = [r for r in rows if not (r["failed"] or r["warn"] or r["error"])]
+    clean = [r for r in rows if r["exit"] == 0 and not (r["failed"] or r["warn"] or r["error"])]
     print(
         f"overall: {len(clean)}/{len(rows)} settings clean (0 fail, 0 warn, 0 error) "
         f"in {time.monotonic() - t0:.1f} s"
