@@ -97,17 +97,10 @@ class _BoundedResponse:
 class Stream:
     """An open SSE response. `events()` yields each event's data, bounded."""
 
-    def __init__(
-        self,
-        response: httpx.Response,
-        exchange: Exchange,
-        deadline: float,
-        on_stall: Callable[[], None] = lambda: None,
-        max_bytes: int = MAX_BODY,
-    ) -> None:
-        self.response = response
-        self.exchange = exchange
-        self._bounded = _BoundedResponse(response, exchange, deadline, on_stall, max_bytes)
+    def __init__(self, bounded: _BoundedResponse) -> None:
+        self.response = bounded._response
+        self.exchange = bounded._exchange
+        self._bounded = bounded
         self._events: Iterator[str] | None = None
 
     @property
@@ -298,11 +291,13 @@ class Client:
                 exchange.response_headers = {k.lower(): v for k, v in response.headers.items()}
                 self._note(False)
                 yield Stream(
-                    response,
-                    exchange,
-                    ends,
-                    on_stall=lambda: self._note(True),
-                    max_bytes=self._max_bytes(body),
+                    _BoundedResponse(
+                        response,
+                        exchange,
+                        ends,
+                        on_stall=lambda: self._note(True),
+                        max_bytes=self._max_bytes(body),
+                    )
                 )
         except httpx.TimeoutException:
             self._note(True)

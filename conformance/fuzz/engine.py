@@ -237,36 +237,37 @@ class Fuzzer:
     def transport_error(
         self, op_id: str, group: str, case: Any, exc: Exception, index: int
     ) -> None:
-        curl = case.as_curl_command(headers=self.headers, base_url=self._base())
-        self.record(
+        self._unanswered(
             op_id,
-            case.operation.label,
             group,
-            "answer_budget",
-            None,
+            case,
+            ("answer_budget", None),
             f"no answer within {self.config.request_timeout_s:g} s or the connection "
             f"broke: {type(exc).__name__}: {exc}",
-            curl,
             index,
-            wants_stream(case),
         )
 
     def server_exception(
         self, op_id: str, group: str, case: Any, exc: Exception, index: int
     ) -> None:
         """In-process, an unhandled exception of the app is what a 500 is over HTTP."""
+        message = f"the app raised {type(exc).__name__}: {exc}"
+        self._unanswered(op_id, group, case, ("not_a_server_error", 500), message, index)
+
+    def _unanswered(
+        self,
+        op_id: str,
+        group: str,
+        case: Any,
+        check: tuple[str, int | None],
+        message: str,
+        index: int,
+    ) -> None:
+        """A case that got no answer to judge: recorded under `check` (name, status)."""
         curl = case.as_curl_command(headers=self.headers, base_url=self._base())
-        self.record(
-            op_id,
-            case.operation.label,
-            group,
-            "not_a_server_error",
-            500,
-            f"the app raised {type(exc).__name__}: {exc}",
-            curl,
-            index,
-            wants_stream(case),
-        )
+        name, status = check
+        stream = wants_stream(case)
+        self.record(op_id, case.operation.label, group, name, status, message, curl, index, stream)
 
     def _base(self) -> str | None:
         return None if self.config.app is not None else self.config.base_url
