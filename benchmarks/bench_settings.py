@@ -131,7 +131,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "every-flag",
         (*SCALE_OUT, *MOCK_KNOBS, *ALL_FLAGS, "--data-parallel-size", "2", "--api-key", API_KEY),
-        frozenset({"scale-out", "abort", "text-mode", "render", "api-key", "data-parallel"}),
+        SCALE_OUT_CLAIMS | {"api-key", "data-parallel"},
         dict(DEV_MODE),
         api_key=API_KEY,
     ),
