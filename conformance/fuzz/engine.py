@@ -199,11 +199,12 @@ class Fuzzer:
             case_index=index,
             requirement_ids=requirements_for(check, op_id, group, status, self.facts, stream),
         )
-        known = self.findings.get(finding.key)
-        if known is None:
-            self.findings[finding.key] = finding
-        else:
-            known.occurrences += 1
+        with self._lock:  # sequences may run side by side
+            known = self.findings.get(finding.key)
+            if known is None:
+                self.findings[finding.key] = finding
+            else:
+                known.occurrences += 1
 
     def judge(
         self,
@@ -280,10 +281,20 @@ class Fuzzer:
         strategy: st.SearchStrategy[Any],
         examples: int,
         on_case: Callable[[Any, int], None],
+        side_by_side: bool = False,
     ) -> GroupStats:
+        """Run `on_case` on each drawn case; `side_by_side`: a sequence that touches only its
+        own requests, so its cases are drawn first and run `senders()` at a time."""
         stats = GroupStats(op_id, group)
         self.stats.append(stats)
         started = time.monotonic()
+        later: list[Any] | None = [] if side_by_side and self.senders() > 1 else None
+
+        def one(case: Any, index: int) -> None:
+            try:
+                on_case(case, index)
+            except ServerGone as exc:  # not raised on: hypothesis would replay (shrink) it
+                self.server_gone = str(exc)
 
         @generation.settings(examples)
         @hypothesis.seed(self.config.seed)
@@ -292,16 +303,20 @@ class Fuzzer:
             if self.server_gone:
                 return
             stats.cases += 1
-            try:
-                on_case(case, stats.cases)
-            except ServerGone as exc:  # not raised on: hypothesis would replay (shrink) it
-                self.server_gone = str(exc)
+            if later is not None:
+                later.append(case)
+            else:
+                one(case, stats.cases)
 
         try:
             with generation.pinned_draws():
                 body()
         except hypothesis.errors.Unsatisfiable:
             stats.skipped = generation.UNSATISFIABLE
+        if later:
+            with ThreadPoolExecutor(self.senders(), thread_name_prefix="fuzz") as pool:
+                for done in [pool.submit(one, c, i) for i, c in enumerate(later, 1)]:
+                    done.result()
         stats.duration_s = round(time.monotonic() - started, 3)
         return stats
 

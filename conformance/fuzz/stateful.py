@@ -202,7 +202,9 @@ def generate_then_abort(fz: Fuzzer, examples: int) -> None:
             if attempt == len(tries) - 1 and ignored is not None:
                 _fail(fz, "generate", sent, "abort_in_flight", 200, ignored, index, "ABORT-002")
 
-    fz.run_group("generate-then-abort", GROUP, _generate_strategy(fz), examples, on_case)
+    fz.run_group(
+        "generate-then-abort", GROUP, _generate_strategy(fz), examples, on_case, side_by_side=True
+    )
 
 
 def label_then_generate(fz: Fuzzer, examples: int) -> None:
@@ -299,7 +301,7 @@ def render_generate_derender(fz: Fuzzer, examples: int) -> None:
                 "RENDER-002",
             )
 
-    fz.run_group("render-generate-derender", GROUP, strategy, examples, on_case)
+    fz.run_group("render-generate-derender", GROUP, strategy, examples, on_case, side_by_side=True)
 
 
 def run_sequences(fz: Fuzzer, examples: int) -> None:
