@@ -6,6 +6,7 @@ Features are detected from the server, never configured: the user may *claim* fe
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -189,11 +190,14 @@ def probe(client: Client, warmup_timeout: float = 30.0) -> Features:
         return _without_generate(client, reply, api_key, version, ev)
     body = _json(reply)
     model = body.get("model") if isinstance(body.get("model"), str) else None
-    text = _try(client, "POST", GENERATE, _minimal(output_mode="text"))
+    with ThreadPoolExecutor(3) as pool:  # generates: on a slow server each waits its turn
+        asked_text = pool.submit(_try, client, "POST", GENERATE, _minimal(output_mode="text"))
+        with_logprobs = {"sampling_params": {"max_tokens": 1, "logprobs": 1}}
+        asked_logprobs = pool.submit(_try, client, "POST", GENERATE, _minimal(**with_logprobs))
+        dp_size = pool.submit(_dp_size, client)
+    text = asked_text.result()
     text_tokenizer = _text_tokenizer(text, ev)
-    logprobs = _json(
-        _try(client, "POST", GENERATE, _minimal(sampling_params={"max_tokens": 1, "logprobs": 1}))
-    )
+    logprobs = _json(asked_logprobs.result())
     aborts = _aborts(client, text_tokenizer, ev)
     renders = _renders(client, model)
     if not client.api_key:  # every request so far went without a key: a 401 is a key signal
@@ -215,7 +219,7 @@ def probe(client: Client, warmup_timeout: float = 30.0) -> Features:
         logprob_form=_logprob_form(logprobs),
         tokens_only=aborts.tokens_only,
         render=_render(renders, ev),
-        dp_size=_dp_size(client),
+        dp_size=dp_size.result(),
         # A 404 `{"detail": "Not Found"}` is a dict too: only the counters themselves count.
         mock_stats=isinstance(stats, dict) and "in_flight" in stats,
         flag_outputs=detected(body, ev),

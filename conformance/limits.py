@@ -13,6 +13,7 @@ import json
 import re
 import statistics
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -227,12 +228,15 @@ def probe_limits(client: Client, model: str | None) -> Limits:
     max_model_len, evidence["max_model_len"] = _max_model_len(client, model)
     per_token, evidence["bytes_per_token"] = _bytes_per_token(client)
     client.bound_for = Limits(max_model_len, bytes_per_token=per_token).body_bound
-    max_n, evidence["max_n"] = _largest_accepted(  # n > 1 needs sampling: greedy is n = 1 only
-        client, "n", PROBE_N, N_LIMIT, (8, 4, 2, 1), temperature=1.0, seed=1
-    )
-    max_logprobs, evidence["max_logprobs"] = _largest_accepted(
-        client, "logprobs", PROBE_LOGPROBS, LOGPROBS_LIMIT, (20, 5, 1, 0)
-    )
+    with ThreadPoolExecutor(2) as pool:  # side by side; the pace is measured alone after
+        asked_n = pool.submit(  # n > 1 needs sampling: greedy is n = 1 only
+            _largest_accepted, client, "n", PROBE_N, N_LIMIT, (8, 4, 2, 1), temperature=1.0, seed=1
+        )
+        asked_logprobs = pool.submit(
+            _largest_accepted, client, "logprobs", PROBE_LOGPROBS, LOGPROBS_LIMIT, (20, 5, 1, 0)
+        )
+    max_n, evidence["max_n"] = asked_n.result()
+    max_logprobs, evidence["max_logprobs"] = asked_logprobs.result()
     if max_logprobs is None:  # 64 passed: a larger limit is named by the 400 past it
         max_logprobs, far = _named_limit(client, "logprobs", FAR_LOGPROBS, LOGPROBS_LIMIT)
         evidence["max_logprobs"] += f"; {far}"
