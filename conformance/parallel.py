@@ -28,6 +28,7 @@ import pytest
 from .collector import Collector
 from .features import Features
 from .limits import Limits
+from .registry import all_checks
 from .results import CheckResult
 from .session import Session, SuiteConfig
 
@@ -40,7 +41,9 @@ its own module, so both run beside the others."""
 FIRST = ("test_core.py", "test_abort.py", "test_stop.py", "test_text_mode.py")
 """The longest modules (most requests), handed out first so no worker is left with one."""
 SLOW_FIRST_TOKEN_S = 0.2  # below this, waiting is not what a run spends its time on
-MAX_WORKERS = 4
+SPLIT = ("test_core.py", "test_stop.py")
+"""Modules of many independent checks, handed out as two halves."""
+MAX_WORKERS = 6
 CHOICES_PER_CHECK = 8  # the most choices one check asks for at a time
 
 
@@ -67,6 +70,20 @@ def modules(checks_dir: Path) -> tuple[list[Path], list[Path]]:
 
     found = sorted(checks_dir.glob("test_*.py"), key=order)
     return [p for p in found if p.name not in SERIAL], [p for p in found if p.name in SERIAL]
+
+
+def jobs(shared: list[Path]) -> list[list[str]]:
+    """The workers' jobs, longest first: each module, the SPLIT ones as two halves of their
+    checks (pytest node ids)."""
+    names = [name for name in all_checks()]
+    out: list[list[str]] = []
+    for path in shared:
+        if path.name not in SPLIT:
+            out.append([str(path)])
+            continue
+        tests = sorted({n.rsplit(".", 1)[1] for n in names if n.split(".")[-2] == path.stem})
+        out += [[f"{path}::{t}" for t in tests[half::2]] for half in (0, 1)]
+    return out
 
 
 @dataclass

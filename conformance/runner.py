@@ -23,7 +23,7 @@ from .session import Session, SuiteConfig
 CHECKS_DIR = Path(__file__).parent / "checks"
 
 
-def pytest_args(config: SuiteConfig, paths: list[Path] | None = None) -> list[str]:
+def pytest_args(config: SuiteConfig, paths: list[Path] | list[str] | None = None) -> list[str]:
     """The inner pytest command line: only our checks (`paths`: these modules of them), none
     of the host project's settings."""
     checks = str(CHECKS_DIR)
@@ -67,7 +67,7 @@ def run(config: SuiteConfig) -> Report:
         if workers > 1:  # a slow server: the independent modules side by side first
             shared, paths = parallel.modules(CHECKS_DIR)
             selection = frozenset(rid for ids in all_checks().values() for rid in ids)
-            jobs = [pytest_args(config, [module]) for module in shared]
+            jobs = [pytest_args(config, targets) for targets in parallel.jobs(shared)]
             progress = progress_plugin(config)
             progress.update(f"{len(shared)} check modules, {workers} at a time")
             try:

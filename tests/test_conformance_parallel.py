@@ -45,6 +45,13 @@ def test_every_module_runs_once_and_the_server_wide_ones_alone() -> None:
     assert sorted(names) == sorted(p.name for p in CHECKS_DIR.glob("test_*.py"))
     assert {p.name for p in alone} == set(parallel.SERIAL)
     assert [p.name for p in shared[: len(parallel.FIRST)]] == list(parallel.FIRST)
+    split = [job for job in parallel.jobs(shared) if "::" in job[0]]
+    assert len(split) == 2 * len(parallel.SPLIT)
+    for name in parallel.SPLIT:  # both halves together: every check of the module, once
+        halves = [set(job) for job in split if name in job[0]]
+        assert len(halves) == 2 and not halves[0] & halves[1]
+        found = {n.rsplit(".", 1)[1] for n in all_checks() if n.split(".")[-2] == name[:-3]}
+        assert {node.rsplit("::", 1)[1] for node in halves[0] | halves[1]} == found
     # they abort every request (dev mode) or read the server's counters: never beside others
     for rid in ("ABORT-007", "ABORT-008", "ABORT-009", "AUTH-003"):
         where = {name.rsplit(".", 2)[-2] for name, ids in all_checks().items() if rid in ids}
