@@ -17,8 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import io
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +48,7 @@ SLOW_FIRST_TOKEN_S = 0.2  # below this, waiting is not what a run spends its tim
 SPLIT = ("test_core.py", "test_stop.py")
 """Modules of many independent checks, handed out as two halves."""
 MAX_WORKERS = 6
+PYTHONPATH = os.environ.get("PYTHONPATH", "")
 CHOICES_PER_CHECK = 8  # the most choices one check asks for at a time
 
 
@@ -123,16 +128,44 @@ def run_module(
 def run_workers(
     session: Session, workers: int, jobs: list[list[str]], selected: frozenset[str] | None
 ) -> list[Shard]:
-    """Each job (a module's pytest arguments) in a fresh interpreter, `workers` at a time."""
-    context = multiprocessing.get_context("spawn")  # no fork of a process holding sockets
-    with ProcessPoolExecutor(workers, mp_context=context) as pool:
-        futures = [
-            pool.submit(
-                run_module, session.config, session.features, session.limits, selected, args
-            )
-            for args in jobs
-        ]
-        return [f.result() for f in futures]
+    """Each job (pytest arguments) in a fresh interpreter, `workers` at a time. A subprocess of
+    `python -m conformance.parallel`, not multiprocessing: a spawned child re-imports the
+    caller's main module, which a script calling `runner.run` without a main guard (or a
+    frozen one) cannot survive."""
+    learned = (session.config, session.features, session.limits, selected)
+    with (
+        tempfile.TemporaryDirectory(prefix="tito-workers-") as tmp,
+        ThreadPoolExecutor(workers) as pool,
+    ):
+        paths = [Path(tmp) / f"job{i}" for i in range(len(jobs))]
+        for path, args in zip(paths, jobs, strict=True):
+            path.with_suffix(".in").write_bytes(pickle.dumps((*learned, args)))
+        timeout = session.config.deadline_s + 60
+        return list(pool.map(lambda path: _worker(path, timeout), paths))
+
+
+def _worker(path: Path, timeout: float) -> Shard:
+    """One job's subprocess; whatever breaks it is the run's harness error, never a hang."""
+    argv = [sys.executable, "-m", "conformance.parallel", str(path)]
+    here = str(Path(__file__).resolve().parents[1])  # this kit, installed or not
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [here, PYTHONPATH]))}
+    try:
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+    except subprocess.TimeoutExpired:
+        return Shard(error=f"a check worker did not end within {timeout:g} s")
+    out = path.with_suffix(".out")
+    if done.returncode != 0 or not out.exists():
+        return Shard(error=f"a check worker exited {done.returncode}: {done.stderr[-3000:]}")
+    shard = pickle.loads(out.read_bytes())
+    assert isinstance(shard, Shard)
+    return shard
 
 
 def merge(session: Session, shards: list[Shard]) -> tuple[list[tuple[Any, CheckResult]], str]:
@@ -148,3 +181,17 @@ def merge(session: Session, shards: list[Shard]) -> tuple[list[tuple[Any, CheckR
         if shard.error:
             errors.append(shard.error)
     return outcomes, "\n".join(errors)
+
+
+def _main(path: str) -> None:
+    """The worker's side: read the job, run it, write the shard (see `run_workers`)."""
+    from conformance import parallel  # the module's own classes, not __main__'s copies
+
+    job = Path(path)
+    config, features, limits, selected, args = pickle.loads(job.with_suffix(".in").read_bytes())
+    shard = parallel.run_module(config, features, limits, selected, args)
+    job.with_suffix(".out").write_bytes(pickle.dumps(shard))
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1])
