@@ -73,6 +73,9 @@ def fuzz_server(
         oov_group=True,
         request_timeout_s=budget.timeout_s,
         answer_budget_s=budget.answer_budget_s,
+        # One case at a time, as the known deviations were recorded: a real vLLM on two CPU
+        # cores answers slower side by side, and the answer budget would judge that.
+        senders=1,
     )
     try:
         config = replace(config, facts=probe_facts(config, vocab))

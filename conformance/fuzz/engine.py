@@ -141,6 +141,8 @@ class Fuzzer:
         the app and the fuzzer share a thread."""
         if self.config.app is not None:
             return 1
+        if self.config.senders is not None:
+            return max(1, self.config.senders)
         max_n = self.facts.limits.max_n
         return MAX_SENDERS if max_n is None else max(1, min(MAX_SENDERS, max_n // 4))
 

@@ -72,6 +72,7 @@ class FuzzConfig:
     oov_group: bool = True
     stateful: bool = True
     facts: ServerFacts | None = None  # None: probe the server
+    senders: int | None = None  # cases sent at once; None: from the learned limits
     extra_headers: dict[str, str] = field(default_factory=dict)
 
     @property
