@@ -120,7 +120,11 @@ def run_module(
     finally:
         session.close()
     error = ""
-    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+    if code not in (
+        pytest.ExitCode.OK,
+        pytest.ExitCode.TESTS_FAILED,
+        pytest.ExitCode.NO_TESTS_COLLECTED,
+    ):
         error = f"pytest exited with {code!r}:\n{output.getvalue()[-3000:]}"
     return Shard(collector.outcomes, session.observed, error)
 
@@ -168,10 +172,12 @@ def _worker(path: Path, timeout: float) -> Shard:
     return shard
 
 
-def merge(session: Session, shards: list[Shard]) -> tuple[list[tuple[Any, CheckResult]], str]:
+def merge(
+    session: Session, shards: list[Shard]
+) -> tuple[list[tuple[tuple[str, ...], CheckResult]], str]:
     """The workers' outcomes, and their bodies kept on the runner's session for the checks
     that judge every body received."""
-    outcomes: list[tuple[Any, CheckResult]] = []
+    outcomes: list[tuple[tuple[str, ...], CheckResult]] = []
     errors = []
     for shard in shards:
         outcomes += shard.outcomes

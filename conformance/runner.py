@@ -7,7 +7,6 @@ import io
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -17,7 +16,7 @@ from .collector import Collector
 from .features import ProbeError
 from .registry import all_checks
 from .reporting.progress import Progress
-from .results import Report
+from .results import CheckResult, Report
 from .session import Session, SuiteConfig
 
 CHECKS_DIR = Path(__file__).parent / "checks"
@@ -59,7 +58,7 @@ def run(config: SuiteConfig) -> Report:
     except ProbeError as exc:
         return build(config, None, started_at, t0, [], harness_error=str(exc))
     workers = parallel.workers_for(config, session.limits)
-    outcomes: list[tuple[tuple[str, ...], Any]] = []
+    outcomes: list[tuple[tuple[str, ...], CheckResult]] = []
     errors: list[str] = []
     paths: list[Path] | None = None
     selection: frozenset[str] | None = None
