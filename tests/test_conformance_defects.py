@@ -3,7 +3,8 @@
 Each defect declares the requirements it breaks, its profile and its extra flags in the
 catalogue itself (`mock_server.defects`). That each declared requirement fails, with the
 exchange that shows it, and nothing else does, is test_conformance_blast_radius.py's (the
-whole suite per defect); these check the catalogue itself and the per-token outputs of serve flags.
+whole suite per defect); these check the catalogue itself and the per-token outputs of serve
+flags.
 """
 
 from __future__ import annotations
