@@ -227,6 +227,11 @@ def broken(s: Session, rid: str) -> str | None:
             return FOUNDATIONS[rid](s)
         except (AssertionError, pytest.skip.Exception, pytest.fail.Exception):
             return None  # the probe could not run: nothing is shown broken
+        except (TypeError, AttributeError, KeyError, ValueError, IndexError) as exc:
+            # the answer could not even be read as the ground needs (text deltas that are no
+            # strings, spans that are no objects): the ground is broken, and its own check
+            # says how; what builds on it is blocked instead of breaking on it
+            return f"its answer could not be read: {type(exc).__name__}: {exc}"
 
     return s.remember(f"foundation:{rid}", probe)
 

@@ -162,6 +162,8 @@ def check_spans(spans: Any, n_tokens: int, where: str) -> None:
         fail(f"{where}: weight_versions is [] for {n_tokens} tokens")
     position = 0
     for span in spans:
+        if not isinstance(span, dict):
+            fail(f"{where}: span {span!r} is not an object (spans {spans})")
         start, end = span.get("start"), span.get("end")
         if start != position:
             fail(f"{where}: span {span} starts at {start}, expected {position} (spans {spans})")
