@@ -245,7 +245,8 @@ class Streamed:
                 c = joined.setdefault(index, Choice(index))
                 c.chunks.append(choice)
                 c.token_ids += choice.get("token_ids") or []
-                c.text += choice.get("text") or ""
+                text = choice.get("text")  # a delta that is no string: SCHEMA-STREAM-001's
+                c.text += text if isinstance(text, str) else ""
                 c.logprobs += (choice.get("logprobs") or {}).get("content") or []
                 if choice.get("finish_reason") is not None:
                     c.finish_reason = choice["finish_reason"]

@@ -150,6 +150,13 @@ def check_ranks(content: list[dict[str, Any]], where: str, k: int = 20) -> None:
                 )
 
 
+def as_bytes(value: Any) -> bytes | None:
+    """A text-mode logprob's `bytes` (a list of byte values) as bytes; None for anything else."""
+    if not isinstance(value, list) or not all(type(b) is int and 0 <= b < 256 for b in value):
+        return None
+    return bytes(value)
+
+
 def check_spans(spans: Any, n_tokens: int, where: str) -> None:
     """Half-open, contiguous, in order, covering exactly the output; [] for no tokens (WV-*)."""
     if not isinstance(spans, list):

@@ -9,7 +9,7 @@ import pytest
 from conformance import api
 from conformance.foundations import builds_on
 from conformance.registry import checks
-from conformance.semantics import choices_of, fail, ids_of
+from conformance.semantics import as_bytes, choices_of, fail, ids_of
 from conformance.session import BLOCKED_PREFIX, Session
 
 
@@ -96,8 +96,8 @@ def stop_string_case(s: Session) -> dict[str, Any]:
         ref = choices_of(api.generate(s, payload))[0]
         text: str = ref.get("text") or ""
         content = (ref.get("logprobs") or {}).get("content") or []
-        spelled = all(isinstance(e.get("bytes"), list) for e in content)
-        pieces = [bytes(e.get("bytes") or []) for e in content]
+        spelled = all(isinstance(e, dict) and as_bytes(e.get("bytes")) is not None for e in content)
+        pieces = [(as_bytes(e.get("bytes")) if spelled else None) or b"" for e in content]
         stop = None
         for start in range(max(1, len(text) // 3), len(text) - 2):
             candidate = text[start : start + 2]

@@ -9,7 +9,7 @@ import pytest
 from conformance import api
 from conformance.foundations import builds_on
 from conformance.registry import checks
-from conformance.semantics import choices_of, fail, ids_of
+from conformance.semantics import as_bytes, choices_of, fail, ids_of
 from conformance.session import BLOCKED_PREFIX, Session
 
 PLACEHOLDER = re.compile(r"^token_id:(\d+)$")
@@ -74,7 +74,9 @@ def test_text_logprobs_shape(tito: Session) -> None:
             )
         assert isinstance(token, str)
         raw = item.get("bytes")
-        if raw is not None and "\ufffd" not in token and bytes(raw) != token.encode():
+        if raw is not None and as_bytes(raw) is None:
+            fail(f"{where}: bytes {raw!r:.80} are not a list of byte values")
+        if raw is not None and "\ufffd" not in token and as_bytes(raw) != token.encode():
             fail(f"{where}: bytes {raw} are not the UTF-8 of token {token!r}")
 
 
