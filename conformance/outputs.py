@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,15 +54,14 @@ class FlagOutput:
     key: str  # the choice field
     feature: str  # the --expect name, detected from the field's form
     flag: str  # the serve flag that turns it on
-
-    def problem(self, choice: dict[str, Any]) -> str | None:
-        check = sampling_mask_problem if self.key == "sampling_mask" else routed_experts_problem
-        return check(choice)
+    problem: Callable[[dict[str, Any]], str | None]  # what keeps a value from being its form
 
 
 FLAG_OUTPUTS = (
-    FlagOutput("routed_experts", "routed-experts", "--enable-return-routed-experts"),
-    FlagOutput("sampling_mask", "sampling-mask", "--return-sampling-mask"),
+    FlagOutput(
+        "routed_experts", "routed-experts", "--enable-return-routed-experts", routed_experts_problem
+    ),
+    FlagOutput("sampling_mask", "sampling-mask", "--return-sampling-mask", sampling_mask_problem),
 )
 
 

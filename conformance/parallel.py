@@ -48,7 +48,6 @@ SLOW_FIRST_TOKEN_S = 0.2  # below this, waiting is not what a run spends its tim
 SPLIT = ("test_core.py", "test_stop.py")
 """Modules of many independent checks, handed out as two halves."""
 MAX_WORKERS = 6
-PYTHONPATH = os.environ.get("PYTHONPATH", "")
 CHOICES_PER_CHECK = 8  # the most choices one check asks for at a time
 
 
@@ -111,22 +110,22 @@ def run_module(
     runner's probe learned (no second probe) and the whole run's selection (so a claimed
     feature's anchor in another module still blocks here instead of failing)."""
     session = Session.learned(config, features, limits)
-    session.selected = selected
     collector = Collector(config, session, selection=selected)
-    output = io.StringIO()
     try:
-        with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-            code = pytest.main(args, plugins=[collector])
+        error = checks_session(args, [collector])
     finally:
         session.close()
-    error = ""
-    if code not in (
-        pytest.ExitCode.OK,
-        pytest.ExitCode.TESTS_FAILED,
-        pytest.ExitCode.NO_TESTS_COLLECTED,
-    ):
-        error = f"pytest exited with {code!r}:\n{output.getvalue()[-3000:]}"
     return Shard(collector.outcomes, session.observed, error)
+
+
+def checks_session(args: list[str], plugins: list[Any]) -> str:
+    """One inner pytest session over the checks, its output kept out of the user's terminal;
+    what went wrong with pytest itself ("" when the checks ran, failing or not)."""
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+        code = pytest.main(args, plugins=plugins)
+    ran = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED)
+    return "" if code in ran else f"pytest exited with {code!r}:\n{output.getvalue()[-3000:]}"
 
 
 def run_workers(
@@ -152,7 +151,8 @@ def _worker(path: Path, timeout: float) -> Shard:
     """One job's subprocess; whatever breaks it is the run's harness error, never a hang."""
     argv = [sys.executable, "-m", "conformance.parallel", str(path)]
     here = str(Path(__file__).resolve().parents[1])  # this kit, installed or not
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [here, PYTHONPATH]))}
+    path_now = os.environ.get("PYTHONPATH", "")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [here, path_now]))}
     try:
         done = subprocess.run(
             argv,

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-
-import pytest
 
 from . import parallel
 from .assemble import SUITE_NAME, build, report_from
@@ -75,23 +71,15 @@ def run(config: SuiteConfig) -> Report:
                 progress.clear()
             found, error = parallel.merge(session, shards)
             outcomes += found
-            errors += [error] if error else []
+            errors.append(error)
         collector = Collector(config, session, selection=selection)
-        output = io.StringIO()
-        with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-            code = pytest.main(
-                pytest_args(config, paths), plugins=[collector, progress_plugin(config)]
-            )
+        plugins = [collector, progress_plugin(config)]
+        errors.append(parallel.checks_session(pytest_args(config, paths), plugins))
         outcomes += collector.outcomes
     finally:
         session.close()
-    if code not in (
-        pytest.ExitCode.OK,
-        pytest.ExitCode.TESTS_FAILED,
-        pytest.ExitCode.NO_TESTS_COLLECTED,
-    ):
-        errors.append(f"pytest exited with {code!r}:\n{output.getvalue()[-3000:]}")
-    return build(config, session, started_at, t0, outcomes, harness_error="\n".join(errors))
+    error = "\n".join(e for e in errors if e)
+    return build(config, session, started_at, t0, outcomes, harness_error=error)
 
 
 def progress_plugin(config: SuiteConfig) -> Progress:

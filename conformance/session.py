@@ -44,6 +44,10 @@ class SuiteConfig:
             )
 
 
+def _client(config: SuiteConfig) -> Client:
+    return Client(config.base_url, config.api_key, config.timeout, config.stream_deadline)
+
+
 @dataclass
 class Session:
     config: SuiteConfig
@@ -60,7 +64,7 @@ class Session:
 
     @classmethod
     def open(cls, config: SuiteConfig) -> Session:
-        client = Client(config.base_url, config.api_key, config.timeout, config.stream_deadline)
+        client = _client(config)
         try:
             features = probe(client, warmup_timeout=max(config.timeout, config.warmup_timeout))
             limits = (
@@ -77,7 +81,7 @@ class Session:
     def learned(cls, config: SuiteConfig, features: Features, limits: Limits) -> Session:
         """A session that knows what another session's probe learned (a worker's: no second
         probe), with a client and request ids of its own."""
-        client = Client(config.base_url, config.api_key, config.timeout, config.stream_deadline)
+        client = _client(config)
         client.bound_for = limits.body_bound
         return cls(config, client, features, limits)
 

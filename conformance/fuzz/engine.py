@@ -30,7 +30,7 @@ from . import generation, lax, sanitize
 from .checks import OUR_CHECKS, stream_payloads
 from .expectations import operations, request_schema, schemathesis_config, serving
 from .findings import Finding, GroupStats, requirements_for
-from .settings import FuzzConfig, ServerFacts
+from .settings import VLLM_MAX_LOGPROBS, FuzzConfig, ServerFacts
 
 Checker = Callable[[Any, Any, Any], Any]
 
@@ -74,7 +74,6 @@ def builtin_checks() -> list[Checker]:
 
 
 MAX_SENDERS = 8
-SPEC_MAX_LOGPROBS = 20  # the spec's `maximum` for logprobs: vLLM's default --max-logprobs
 
 
 class ServerGone(Exception):
@@ -388,43 +387,26 @@ class Fuzzer:
                 raise ServerGone(f"the server stopped answering during {op_id}") from exc
             return
         stats.statuses[response.status_code] = stats.statuses.get(response.status_code, 0) + 1
-        if group == "negative" and (
-            self._lax_only(op_id, case) or self._valid_on_this_server(op_id, case)
-        ):
+        if group == "negative" and self._valid_here(op_id, case):
             stats.lax += 1
             chosen = checks or self.checks
             checks = [c for c in chosen if c.__name__ != "negative_data_rejection"]
         self.judge(op_id, group, case, response, index, checks=checks)
 
-    def _lax_only(self, op_id: str, case: Any) -> bool:
-        """A negative case whose only fault is a body pydantic's lax mode coerces (`lax`)."""
+    def _valid_here(self, op_id: str, case: Any) -> bool:
+        """A negative case that this server may rightly accept: its body's only faults are
+        ones pydantic's lax mode coerces (`lax`), or a logprobs count above the spec's stated
+        default maximum (20) but within this server's learned --max-logprobs."""
         name = request_schema(operations()[op_id][2])
         if name is None or not isinstance(case.body, (dict, list)):
             return False
         if any(_negative_in(case, where) for where in ("header", "query", "path")):
             return False
-        return lax.lax_valid(openapi.schema_validator(name), case.body)
-
-    def _valid_on_this_server(self, op_id: str, case: Any) -> bool:
-        """A negative case whose only fault is a logprobs count above the spec's stated
-        default maximum (20) but within this server's learned --max-logprobs: valid here."""
-        name = request_schema(operations()[op_id][2])
-        body = case.body
-        sp = body.get("sampling_params") if isinstance(body, dict) else None
-        limit = self.facts.max_logprobs
-        if name is None or not isinstance(sp, dict) or limit <= SPEC_MAX_LOGPROBS:
-            return False
-        if any(_negative_in(case, where) for where in ("header", "query", "path")):
-            return False
-        raised = {
-            k: SPEC_MAX_LOGPROBS
-            for k in ("logprobs", "prompt_logprobs")
-            if type(sp.get(k)) is int and SPEC_MAX_LOGPROBS < sp[k] <= limit
-        }
-        if not raised:
-            return False
-        within = {**body, "sampling_params": {**sp, **raised}}
-        return bool(openapi.schema_validator(name).is_valid(within))
+        validator = openapi.schema_validator(name)
+        if lax.lax_valid(validator, case.body):
+            return True
+        within = _within_learned_logprobs(case.body, self.facts.max_logprobs)
+        return within is not None and bool(validator.is_valid(within))
 
     def prepare(self, op_id: str, case: Any, positive: bool) -> Any:
         """Bound every case; make positive ones acceptable (see `sanitize`)."""
@@ -482,6 +464,20 @@ def _negative_in(case: Any, location: str) -> bool:
         if str(getattr(where, "value", where)) == location and info.mode.is_negative:
             return True
     return False
+
+
+def _within_learned_logprobs(body: Any, limit: int) -> Any | None:
+    """`body` with each logprobs count above the spec's stated maximum (vLLM's default) but
+    within `limit` brought down to that maximum; None when there is none such."""
+    sp = body.get("sampling_params") if isinstance(body, dict) else None
+    if not isinstance(sp, dict) or limit <= VLLM_MAX_LOGPROBS:
+        return None
+    lowered = {
+        k: VLLM_MAX_LOGPROBS
+        for k in ("logprobs", "prompt_logprobs")
+        if type(sp.get(k)) is int and VLLM_MAX_LOGPROBS < sp[k] <= limit
+    }
+    return {**body, "sampling_params": {**sp, **lowered}} if lowered else None
 
 
 def wants_stream(case: Any) -> bool:
