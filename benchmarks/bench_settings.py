@@ -26,15 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.profiles import API_KEY, MOCK_KNOBS
+from conformance.profiles import ALL_PROFILES, API_KEY, MOCK_KNOBS
 from conformance.server_process import ServerProcess, free_port, mock_argv
 
 SCALE_OUT = ("--enable-scale-out",)
 DEV_MODE = {"VLLM_SERVER_DEV_MODE": "1"}
-# What --enable-scale-out with dev mode really implies: conformance.profiles' scale-out claims,
-# plus the weight-label endpoints dev mode adds.
-SCALE_OUT_CLAIMS = frozenset({"scale-out", "abort", "text-mode", "render", "weight-labels"})
-TOKENS_ONLY_CLAIMS = frozenset({"tokens-only", "abort", "legacy-abort"})
+# What --enable-scale-out with dev mode offers, and --tokens-only: the profiles' own features.
+SCALE_OUT_CLAIMS = ALL_PROFILES["scale-out"].features
+TOKENS_ONLY_CLAIMS = ALL_PROFILES["tokens-only"].features
 RUN_DEADLINE_S = 600.0  # `run`'s own --deadline default
 BUSY_MARGIN_S = 60.0  # the busy loop ends by itself at the run's deadline plus this, at the latest
 # Pinned, so a VLLM_* variable in the caller's environment cannot change a setting.
@@ -113,7 +112,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "api-key",
         (*SCALE_OUT, *MOCK_KNOBS, "--api-key", API_KEY),
-        frozenset({"scale-out", "abort", "text-mode", "render", "api-key"}),
+        ALL_PROFILES["scale-out"].claims | {"api-key"},
         api_key=API_KEY,
     ),
     _tokens_only("tokens-only"),
@@ -124,7 +123,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(  # no tokenizer: no text mode, no text render
         "skip-tokenizer-init",
         (*SCALE_OUT, *MOCK_KNOBS, "--skip-tokenizer-init"),
-        frozenset({"scale-out", "abort", "weight-labels"}),
+        SCALE_OUT_CLAIMS - {"text-mode", "render"},
         dict(DEV_MODE),
         min_passed=50,
     ),

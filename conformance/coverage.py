@@ -5,11 +5,13 @@ A requirement nothing can fail is a hole the pass counts hide: a server could br
 run would still be green. The matrix puts the four ways side by side, per requirement:
 
 - suite: the pytest checks tagged `@checks(ID)` (the registry, filled by importing the checks);
-- fuzz: whether a fuzz finding can be filed under the ID (`fuzz.covers.FUZZ_COVERS`);
-- diff: corpus cases that name the ID (none do: the diff compares two servers' structure and
-  files nothing under a requirement, so the column is empty today);
+- fuzz: whether a fuzz finding can be filed under the ID (the requirement's `fuzz` rules and
+  `sequences`);
+- diff: the diff corpus cases the requirement governs (`Requirement.diff`);
 - defect: the defects of a defect catalogue that declare the ID, read through the
-  `tito_conformance.defects` entry points (the mock's: the suite never imports the mock).
+  `tito_conformance.defects` entry points (the mock's: the suite never imports the mock). Each
+  requirement also names the defects that must break it (`Requirement.defects`); a test holds
+  the two to each other.
 
 The matrix is data (`Coverage`); the text and JSON are views of it, and the exit code is 1 when
 a MUST requirement has no way to fail at all.
@@ -105,8 +107,8 @@ def fuzz_ids() -> frozenset[str]:
 
 
 def diff_counts() -> Counter[str]:
-    """Empty: no diff case names a requirement (a test guards it; wire it here when one does)."""
-    return Counter()
+    """Diff cases per requirement ID, as each requirement declares them."""
+    return Counter({r.id: len(r.diff) for r in all_requirements() if r.diff})
 
 
 def defect_counts() -> tuple[Counter[str], list[str]]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from .http import Client, Reply, ServerBroke
 from .outputs import FLAG_OUTPUTS, detected
+from .requirements import all_requirements
 
 GENERATE = "/inference/v1/generate"
 ABORT = "/inference/v1/abort_requests"
@@ -39,22 +40,10 @@ KNOWN_FEATURES = (
     "routed-experts",  # started with --enable-return-routed-experts (see `outputs`)
     "sampling-mask",  # started with --return-sampling-mask
 )
-# The requirement that states each feature is there. A claimed feature the server lacks fails
-# that one; every other check needing the feature is blocked naming it (one defect, one
-# requirement), unless the run does not include it.
-ANCHORS = {
-    "scale-out": "GEN-003",
-    "tokens-only": "TOKONLY-001",
-    "disabled": "DISABLED-001",
-    "api-key": "AUTH-001",
-    "abort": "ABORT-001",
-    "legacy-abort": "ABORT-007",
-    "text-mode": "TEXT-001",
-    "output-mode-echo": "TEXT-005",
-    "render": "RENDER-001",
-    "weight-labels": "WV-007",
-    "data-parallel": "DP-001",
-}
+ANCHORS = {r.anchor: r.id for r in all_requirements() if r.anchor}
+"""The requirement that states each feature is there (`Requirement.anchor`). A claimed feature
+the server lacks fails that one; every other check needing the feature is blocked naming it (one
+defect, one requirement), unless the run does not include it."""
 GENERATING = ("scale-out", "tokens-only")  # the claims that promise a working generate
 
 

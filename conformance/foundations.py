@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from . import api
+from .requirements import all_requirements
 from .semantics import check_spans, choices_of, ids_of, over_max_logprobs
 from .session import BLOCKED_PREFIX, Session
 
@@ -197,26 +198,29 @@ def _abort_route(s: Session) -> str | None:
     return f"POST {api.ABORT} answered {reply.status}" if reply.status in (404, 405) else None
 
 
-FOUNDATIONS: dict[str, Probe] = {
-    GROUND: _choices_listed,
-    "ABORT-001": _abort_route,
-    "DISABLED-001": _gated,
-    "AUTH-001": _key_demanded,
-    "LOGP-002": _logprob_count,
-    "LOGP-009": _logprobs_limit,
-    "GEN-RESP-005": _header_id,
-    "GEN-REQ-007": _same_seed_twice,
-    "GEN-RESP-002": _finish_reasons,
-    "WV-001": _weight_lists,
-    "WV-002": _spans_cover,
-    "WV-003": _stream_lists,
-    "WV-007": _label_applied,
-    "STREAM-001": _stream_events,
-    "STREAM-002": _stream_done,
-    "STREAM-003": _deltas,
-    "TEXT-001": _text_present,
-    "TEXT-009": _text_deltas,
+PROBES: dict[str, Probe] = {
+    "choices-listed": _choices_listed,
+    "abort-route": _abort_route,
+    "gated": _gated,
+    "key-demanded": _key_demanded,
+    "logprob-count": _logprob_count,
+    "logprobs-limit": _logprobs_limit,
+    "header-id": _header_id,
+    "same-seed-twice": _same_seed_twice,
+    "finish-reasons": _finish_reasons,
+    "weight-lists": _weight_lists,
+    "spans-cover": _spans_cover,
+    "stream-lists": _stream_lists,
+    "label-applied": _label_applied,
+    "stream-events": _stream_events,
+    "stream-done": _stream_done,
+    "deltas": _deltas,
+    "text-present": _text_present,
+    "text-deltas": _text_deltas,
 }
+"""Every foundation probe, by the name a requirement's `ground` gives."""
+FOUNDATIONS: dict[str, Probe] = {r.id: PROBES[r.ground] for r in all_requirements() if r.ground}
+"""Requirement ID -> the probe that shows its ground broken."""
 
 
 def broken(s: Session, rid: str) -> str | None:

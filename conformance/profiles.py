@@ -9,6 +9,7 @@ backend's fixed flags. Tests read these profiles; they do not copy the flags.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 API_KEY = "tito-conformance-key"
@@ -57,6 +58,12 @@ class Profile:
         return {DEV_MODE_VAR: "1"} if self.dev_mode else {}
 
     @property
+    def features(self) -> frozenset[str]:
+        """What a correct server started this way offers: its claims, and the weight-label
+        endpoints dev mode adds (a run detects those; the suite is not told)."""
+        return self.claims | ({"weight-labels"} if self.dev_mode else frozenset())
+
+    @property
     def gpu_only(self) -> bool:
         """vLLM runs data parallel on GPUs only (the mock does not care)."""
         return self.data_parallel > 1
@@ -92,3 +99,11 @@ PROFILES: dict[str, Profile] = {n: p for n, p in ALL_PROFILES.items() if not p.g
 one, dp, which is there for multi-GPU live runners."""
 MAIN_PROFILES = ("scale-out", "tokens-only", "disabled", "api-key")
 """The profiles a run covers when none is named."""
+
+
+def profiles_with(*features: str, among: Mapping[str, Profile] | None = None) -> frozenset[str]:
+    """The names of the profiles (of the embedded run's, unless `among` says) offering every
+    one of `features`: how the diff, the fuzzer and the benchmarks pick profiles, so none of
+    them spells a profile list of its own."""
+    pool = PROFILES if among is None else among
+    return frozenset(n for n, p in pool.items() if set(features) <= p.features)

@@ -45,8 +45,9 @@ def checks(
     last: bool = False,
     after_all: bool = False,
 ) -> Callable[[F], F]:
-    """Mark a check as deciding `requirement_ids`, needing `needs` (features), `n`, `room` and
-    the requirements it `builds_on`.
+    """Mark a check as deciding `requirement_ids`, needing what those requirements need
+    (`Requirement.needs`) plus its own `needs` (features), `n`, `room`, and the requirements it
+    `builds_on`.
 
     `after_all` checks judge what the others received (they run after them); `last` checks may
     take the server down, so they run after everything else."""
@@ -56,9 +57,14 @@ def checks(
     if unknown:
         raise ValueError(f"unknown requirement id(s): {', '.join(unknown)}")
 
+    features: list[str] = []
+    for name in (*(f for rid in requirement_ids for f in by_id()[rid].needs), *needs):
+        if name not in features:
+            features.append(name)
+
     def mark(fn: F) -> F:
         setattr(fn, ATTRIBUTE, tuple(requirement_ids))
-        setattr(fn, NEEDS, Needs(tuple(needs), n, room, tuple(builds_on)))
+        setattr(fn, NEEDS, Needs(tuple(features), n, room, tuple(builds_on)))
         setattr(fn, LAST, 2 if last else 1 if after_all else 0)
         _REGISTRY[f"{fn.__module__}.{fn.__qualname__}"] = tuple(requirement_ids)
         return fn

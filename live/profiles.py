@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from conformance.profiles import ALL_PROFILES, API_KEY, MAIN_PROFILES, Profile
 
 BACKENDS = ("cpu", "gpu", "mock")
-LIVE_PROFILES = ("scale-out", "tokens-only", "disabled", "api-key", "dp")
+LIVE_PROFILES = (*MAIN_PROFILES, *(n for n, p in ALL_PROFILES.items() if p.gpu_only))
 """The registry's profiles `--profile` offers (dp needs 2+ GPUs)."""
 DEFAULT_PROFILES = dict.fromkeys(BACKENDS, MAIN_PROFILES)
 DEFAULT_GPU_MODEL = "Qwen/Qwen3-0.6B"

@@ -232,3 +232,16 @@ def test_packages_import_in_the_house_direction() -> None:
         if target.split(".")[0] not in MAY_IMPORT[module.split(".")[0]] | {module.split(".")[0]}
     }
     assert not wrong, sorted(wrong)
+
+
+def test_profiles_are_feature_sets_others_select_by() -> None:
+    """The diff, the fuzzer and the benchmarks pick profiles by feature, not by a list."""
+    from conformance.profiles import ALL_PROFILES, PROFILES, profiles_with
+
+    assert profiles_with("scale-out") == {"scale-out", "api-key"}
+    assert profiles_with("tokens-only") == {"tokens-only", "tokens-only-api-key"}
+    assert profiles_with("api-key") == {"api-key", "tokens-only-api-key"}
+    assert profiles_with("scale-out", among=ALL_PROFILES) == {"scale-out", "api-key", "dp"}
+    assert "weight-labels" in PROFILES["scale-out"].features  # dev mode serves the labels
+    assert "weight-labels" not in PROFILES["api-key"].features
+    assert profiles_with("no-such-feature") == frozenset()

@@ -97,15 +97,49 @@ def test_fuzz_covers_is_what_the_fuzzer_can_file_under() -> None:
     assert set(FUZZ_COVERS) <= set(by_id())
 
 
-def test_no_diff_case_names_a_requirement() -> None:
-    """The diff column is empty because no case names an ID; when one does, wire it in
-    `coverage.diff_counts` and drop this guard."""
+def test_diff_column_is_what_requirements_declare(matrix: coverage.Coverage) -> None:
+    """Every case a requirement names is in the corpus and runs where the requirement can be
+    judged (a case no requirement governs is allowed: the diff still compares it)."""
     from conformance.diff.corpus import CORPUS
 
-    pattern = re.compile(r"\b[A-Z]+(?:-[A-Z]+)?-\d{3}\b")
-    named = {c.name: pattern.findall(f"{c.name} {c.covers}") for c in CORPUS}
-    assert not {k: v for k, v in named.items() if v}
-    assert not coverage.diff_counts()
+    cases = {c.name: c for c in CORPUS}
+    for r in all_requirements():
+        for name in r.diff:
+            assert name in cases, f"{r.id} names diff case {name!r}, not in the corpus"
+    rows = {r.id: r for r in matrix.rows}
+    assert rows["ABORT-002"].counts["diff"] == len(by_id()["ABORT-002"].diff) >= 1
+    assert sum(1 for r in all_requirements() if r.diff) >= 60
+
+
+def test_requirements_and_the_defect_catalogue_agree() -> None:
+    """Double entry: the requirement names the defects that must break it, the mock's
+    catalogue names the requirements each defect breaks; neither may drift from the other."""
+    declared = {(d, r.id) for r in all_requirements() for d in r.defects}
+    catalogue = {(d.name, rid) for d in DEFECTS.values() for rid in d.requirements}
+    assert declared == catalogue
+
+
+def test_the_map_lives_in_the_requirements() -> None:
+    """The anchors, foundations and fuzz filing are read from the catalogue, not kept beside it."""
+    from conformance import features, foundations
+
+    assert {r.anchor: r.id for r in all_requirements() if r.anchor} == features.ANCHORS
+    grounds = {r.ground for r in all_requirements() if r.ground}
+    assert grounds == set(foundations.PROBES)  # every probe grounds a requirement, and back
+    assert set(foundations.FOUNDATIONS) == {r.id for r in all_requirements() if r.ground}
+    assert all(r.fuzz or r.id not in FUZZ_COVERS or r.sequences for r in all_requirements())
+    orders = [rule.order for r in all_requirements() for rule in r.fuzz]
+    assert min(orders) > 0 and len(set(orders)) >= 10
+
+
+def test_a_check_needs_what_its_requirement_needs() -> None:
+    from conformance.registry import all_checks, needs_of
+
+    for name, ids in all_checks().items():
+        module, _, attr = name.rpartition(".")
+        fn = getattr(__import__(module, fromlist=[attr]), attr)
+        wanted = {f for rid in ids for f in by_id()[rid].needs}
+        assert wanted <= set(needs_of(fn).features), name
 
 
 def test_cli_exits_0_and_prints_the_summary(capsys: pytest.CaptureFixture[str]) -> None:
@@ -116,7 +150,7 @@ def test_cli_exits_0_and_prints_the_summary(capsys: pytest.CaptureFixture[str]) 
         f"coverage: {must}/{must} MUST requirements have a way to fail; "
         f"0 of {len(all_requirements())} requirements have none"
     )
-    assert re.match(r"^GEN-001 +MUST +suite \d+ +fuzz ✓ +diff - +defect \d+$", lines[0])
+    assert re.match(r"^GEN-001 +MUST +suite \d+ +fuzz ✓ +diff \d+ +defect \d+$", lines[0])
     assert len(lines) == len(all_requirements()) + 1
 
 

@@ -20,7 +20,7 @@ def test_minimal_generate(tito: Session) -> None:
     basic(tito)
 
 
-@checks("GEN-002", needs=("generate",))
+@checks("GEN-002")
 def test_tokens_mode_has_no_text(tito: Session) -> None:
     # output_mode sent explicitly: the default mode is GEN-REQ-010's (old servers ignore it)
     data = api.generate(tito, api.body(8, top={"output_mode": "tokens"}), what="tokens mode")
@@ -29,12 +29,12 @@ def test_tokens_mode_has_no_text(tito: Session) -> None:
             fail(f"choice {i} of a tokens-mode response carries text {choice['text']!r:.80}")
 
 
-@checks("GEN-003", needs=("scale-out",))
+@checks("GEN-003")
 def test_scale_out_serves_generate(tito: Session) -> None:
     basic(tito)
 
 
-@checks("GEN-REQ-001", needs=("generate",))
+@checks("GEN-REQ-001")
 def test_token_ids_required(tito: Session) -> None:
     api.rejected(tito, {"sampling_params": {"max_tokens": 2}}, what="no token_ids")
     api.rejected(
@@ -42,17 +42,17 @@ def test_token_ids_required(tito: Session) -> None:
     )
 
 
-@checks("GEN-REQ-002", needs=("generate",))
+@checks("GEN-REQ-002")
 def test_empty_token_ids(tito: Session) -> None:
     api.rejected(tito, api.body(2) | {"token_ids": []}, what="token_ids []")
 
 
-@checks("GEN-REQ-003", needs=("generate",))
+@checks("GEN-REQ-003")
 def test_negative_token_ids(tito: Session) -> None:
     api.rejected(tito, api.body(2) | {"token_ids": [10, -1, 12]}, what="token_ids with -1")
 
 
-@checks("GEN-REQ-004", needs=("generate",))
+@checks("GEN-REQ-004")
 def test_sampling_params_required(tito: Session) -> None:
     api.rejected(tito, {"token_ids": api.PROMPT}, what="no sampling_params")
 
@@ -63,7 +63,7 @@ def max_tokens_case(s: Session) -> list[dict]:
     )
 
 
-@checks("GEN-REQ-005", needs=("generate",))
+@checks("GEN-REQ-005")
 def test_max_tokens_bounds_output(tito: Session) -> None:
     for choice in max_tokens_case(tito):
         ids, reason = ids_of(choice), choice.get("finish_reason")
@@ -76,7 +76,7 @@ def test_max_tokens_bounds_output(tito: Session) -> None:
             )
 
 
-@checks("GEN-RESP-001", needs=("generate",))
+@checks("GEN-RESP-001")
 def test_token_ids_form(tito: Session) -> None:
     for i, choice in enumerate(max_tokens_case(tito)):
         ids = choice.get("token_ids")
@@ -88,7 +88,7 @@ def test_token_ids_form(tito: Session) -> None:
             fail(f"choice {i}: max_tokens 5 gave {len(ids)} token_ids")
 
 
-@checks("GEN-REQ-006", needs=("generate",))
+@checks("GEN-REQ-006")
 def test_greedy_picks_rank_one(tito: Session) -> None:
     k = tito.limits.logprobs(1)  # 0 still ranks the sampled token (--max-logprobs 0)
     data = api.generate(tito, api.body(8, logprobs=k, ignore_eos=True))
@@ -106,7 +106,7 @@ def test_greedy_picks_rank_one(tito: Session) -> None:
             )
 
 
-@checks("GEN-REQ-007", needs=("generate",))
+@checks("GEN-REQ-007")
 def test_seed_reproducible(tito: Session) -> None:
     first = choices_of(api.generate(tito, api.seeded(12, ignore_eos=True)))[0]["token_ids"]
     second = choices_of(api.generate(tito, api.seeded(12, ignore_eos=True)))[0]["token_ids"]
@@ -114,7 +114,7 @@ def test_seed_reproducible(tito: Session) -> None:
         fail(f"the same seed gave different tokens: {first} vs {second}")
 
 
-@checks("GEN-REQ-008", needs=("generate",), n=3)
+@checks("GEN-REQ-008", n=3)
 def test_n_choices(tito: Session) -> None:
     data = api.generate(tito, api.seeded(4, n=3))
     indexes = sorted(api.index_of(c.get("index", -1)) for c in choices_of(data))
@@ -122,7 +122,7 @@ def test_n_choices(tito: Session) -> None:
         fail(f"n=3 returned choices with indexes {indexes}")
 
 
-@checks("GEN-REQ-009", needs=("generate",), room=17)
+@checks("GEN-REQ-009", room=17)
 def test_default_max_tokens_not_16(tito: Session) -> None:
     payload = api.body(None, ignore_eos=True) | {"stream": True}
     rid = tito.rid("default-max")
@@ -146,7 +146,7 @@ def test_default_max_tokens_not_16(tito: Session) -> None:
         )
 
 
-@checks("GEN-REQ-010", needs=("generate",))
+@checks("GEN-REQ-010")
 def test_default_output_mode_is_tokens(tito: Session) -> None:
     data = basic(tito)
     if "output_mode" in data:  # echoed: the echo says which mode answered
@@ -156,7 +156,7 @@ def test_default_output_mode_is_tokens(tito: Session) -> None:
         fail("a request without output_mode was answered with text")
 
 
-@checks("GEN-REQ-011", needs=("generate",))
+@checks("GEN-REQ-011")
 def test_return_token_ids(tito: Session) -> None:
     data = api.generate(tito, api.body(2, top={"return_token_ids": True}))
     if data.get("prompt_token_ids") != api.PROMPT:
@@ -166,7 +166,7 @@ def test_return_token_ids(tito: Session) -> None:
         )
 
 
-@checks("GEN-REQ-012", needs=("generate",))
+@checks("GEN-REQ-012")
 def test_optional_fields_accepted(tito: Session) -> None:
     optional = {
         "request_id": tito.rid("optional"),
@@ -180,7 +180,7 @@ def test_optional_fields_accepted(tito: Session) -> None:
     api.generate(tito, api.body(2, top=optional), what="generate with the optional fields")
 
 
-@checks("GEN-RESP-002", needs=("generate",))
+@checks("GEN-RESP-002")
 def test_finish_reason_set(tito: Session) -> None:
     n = tito.limits.n(2)
     for i, choice in enumerate(choices_of(api.generate(tito, api.seeded(6, n=n)))):
@@ -188,7 +188,7 @@ def test_finish_reason_set(tito: Session) -> None:
             fail(f"choice {i} finish_reason is {choice.get('finish_reason')!r}")
 
 
-@checks("GEN-RESP-003", needs=("generate",))
+@checks("GEN-RESP-003")
 def test_usage_counts(tito: Session) -> None:
     check_usage(basic(tito), len(api.PROMPT))
     check_usage(api.generate(tito, api.seeded(5, n=tito.limits.n(2))), len(api.PROMPT))
@@ -199,7 +199,7 @@ def names(returned: object, rid: str) -> bool:
     return isinstance(returned, str) and returned in (rid, f"generate-tokens-{rid}")
 
 
-@checks("GEN-RESP-004", needs=("generate",))
+@checks("GEN-RESP-004")
 def test_request_id_prefix(tito: Session) -> None:
     rid = tito.rid("body")
     data = api.generate(tito, api.body(1, top={"request_id": rid}))
@@ -210,7 +210,7 @@ def test_request_id_prefix(tito: Session) -> None:
         )
 
 
-@checks("GEN-RESP-005", needs=("generate",))
+@checks("GEN-RESP-005")
 def test_request_id_from_header(tito: Session) -> None:
     rid = tito.rid("header")
     data = api.generate(tito, api.body(1), headers={"X-Request-Id": rid})
@@ -218,7 +218,7 @@ def test_request_id_from_header(tito: Session) -> None:
         fail(f"X-Request-Id {rid!r} came back as {data.get('request_id')!r}")
 
 
-@checks("GEN-RESP-006", needs=("generate",), builds_on=("GEN-RESP-005",))
+@checks("GEN-RESP-006", builds_on=("GEN-RESP-005",))
 def test_header_wins_over_body(tito: Session) -> None:
     header, body_id = tito.rid("header"), tito.rid("body")
     data = api.generate(
@@ -231,7 +231,7 @@ def test_header_wins_over_body(tito: Session) -> None:
         )
 
 
-@checks("GEN-RESP-007", needs=("generate",))
+@checks("GEN-RESP-007")
 def test_optional_outputs_off_by_default(tito: Session) -> None:
     """Each field is null unless its flag is on: on, it carries the flag's output in its
     documented form (detected by the probe, or claimed with --expect)."""

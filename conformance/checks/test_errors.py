@@ -21,13 +21,13 @@ BAD_FIELDS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-@checks("ERR-001", needs=("generate",))
+@checks("ERR-001")
 def test_unknown_output_mode(tito: Session) -> None:
     for mode in ("bogus", None):
         api.rejected(tito, api.body(2, top={"output_mode": mode}), what=f"output_mode {mode!r}")
 
 
-@checks("ERR-002", needs=("generate",))
+@checks("ERR-002")
 def test_error_body_shape(tito: Session) -> None:
     for what, payload in (("an invalid generate", api.invalid()),):
         reply = tito.client.post(api.GENERATE, payload)
@@ -39,7 +39,7 @@ def test_error_body_shape(tito: Session) -> None:
             fail(f"{what}: error.code {data['error'].get('code')} != HTTP {reply.status}")
 
 
-@checks("ERR-003", needs=("generate",))
+@checks("ERR-003")
 def test_validation_is_400(tito: Session) -> None:
     api.rejected(tito, api.invalid(), what="an invalid generate (bad values)", exact=True)
     reply = tito.client.post(api.GENERATE, api.body(2, temperature="x"))
@@ -47,7 +47,7 @@ def test_validation_is_400(tito: Session) -> None:
         api.status_is(reply, 400, "an invalid generate (wrong types)")
 
 
-@checks("ERR-004", needs=("generate",))
+@checks("ERR-004")
 def test_unknown_fields_ignored(tito: Session) -> None:
     payload = api.body(
         2, output_kind=2, skip_clone=True, tito_unknown=1, top={"tito_unknown_top": {"a": 1}}
@@ -55,7 +55,7 @@ def test_unknown_fields_ignored(tito: Session) -> None:
     api.generate(tito, payload, what="generate with unknown keys")
 
 
-@checks("ERR-005", needs=("generate",))
+@checks("ERR-005")
 def test_malformed_json(tito: Session) -> None:
     api.rejected(
         tito,
@@ -66,7 +66,7 @@ def test_malformed_json(tito: Session) -> None:
     )
 
 
-@checks("ERR-006", needs=("generate",))
+@checks("ERR-006")
 def test_wrong_content_type(tito: Session) -> None:
     api.rejected(
         tito,
@@ -77,7 +77,7 @@ def test_wrong_content_type(tito: Session) -> None:
     )
 
 
-@checks("ERR-008", needs=("generate",))
+@checks("ERR-008")
 def test_malformed_fields_4xx(tito: Session) -> None:
     for what, payload in BAD_FIELDS:
         if payload.get("__list__"):
@@ -88,7 +88,7 @@ def test_malformed_fields_4xx(tito: Session) -> None:
             fail(f"{what}: answered HTTP {reply.status}, expected a 4xx")
 
 
-@checks("ERR-009", needs=("generate",))
+@checks("ERR-009")
 def test_nullable_nulls(tito: Session) -> None:
     payload = api.body(
         2,
@@ -106,12 +106,12 @@ def test_nullable_nulls(tito: Session) -> None:
     api.generate(tito, payload, what="generate with explicit nulls")
 
 
-@checks("ERR-010", needs=("generate",))
+@checks("ERR-010")
 def test_max_tokens_zero(tito: Session) -> None:
     api.rejected(tito, api.body(0), what="max_tokens 0")
 
 
-@checks("ERR-007", last=True, needs=("generate",))
+@checks("ERR-007", last=True)
 def test_out_of_vocabulary(tito: Session) -> None:
     api.rejected(tito, api.body(2, prompt=[10, 1_000_000_000]), what="token id 1e9")
     health = tito.client.get("/health")  # with the key, if any: that it is open is AUTH-005's

@@ -10,12 +10,12 @@ from conformance.semantics import choices_of, fail
 from conformance.session import Session
 
 
-@checks("DISABLED-001", needs=("disabled",))
+@checks("DISABLED-001")
 def test_disabled_403(tito: Session) -> None:
     api.rejected(tito, api.body(2), status=403, what="generate with neither flag")
 
 
-@checks("DISABLED-002", needs=("disabled",), builds_on=("DISABLED-001",))
+@checks("DISABLED-002", builds_on=("DISABLED-001",))
 def test_disabled_message(tito: Session) -> None:
     reply = api.rejected(tito, api.body(2), status=403, what="generate with neither flag")
     data = reply.json()
@@ -24,12 +24,12 @@ def test_disabled_message(tito: Session) -> None:
         fail(f"the 403 message is {message!r}, expected {DISABLED_MESSAGE!r}")
 
 
-@checks("DISABLED-003", needs=("disabled",), builds_on=("DISABLED-001",))
+@checks("DISABLED-003", builds_on=("DISABLED-001",))
 def test_disabled_before_validation(tito: Session) -> None:
     api.rejected(tito, {"token_ids": []}, status=403, what="invalid body with neither flag")
 
 
-@checks("DISABLED-004", needs=("disabled",))
+@checks("DISABLED-004")
 def test_disabled_other_routes(tito: Session) -> None:
     for path, payload in (
         (api.ABORT, {"request_ids": []}),
@@ -39,31 +39,31 @@ def test_disabled_other_routes(tito: Session) -> None:
         api.rejected(tito, payload, status=403, path=path, what=f"{path} with neither flag")
 
 
-@checks("TOKONLY-001", needs=("tokens-only",))
+@checks("TOKONLY-001")
 def test_tokens_only_generates(tito: Session) -> None:
     api.generate(tito, api.body(2))
 
 
-@checks("TOKONLY-002", needs=("tokens-only",))
+@checks("TOKONLY-002")
 def test_tokens_only_refuses_text(tito: Session) -> None:
     api.rejected(
         tito, api.body(2, top={"output_mode": "text"}), what='output_mode "text" on tokens-only'
     )
 
 
-@checks("TOKONLY-003", needs=("tokens-only",))
+@checks("TOKONLY-003")
 def test_tokens_only_forces_no_detokenize(tito: Session) -> None:
     data = api.generate(tito, api.body(2, detokenize=True))
     if any("text" in c for c in choices_of(data)):
         fail("detokenize true on tokens-only produced text")
 
 
-@checks("TOKONLY-004", needs=("tokens-only",))
+@checks("TOKONLY-004")
 def test_tokens_only_refuses_stop(tito: Session) -> None:
     api.rejected(tito, api.body(2, stop=["zz"]), what="stop strings on tokens-only")
 
 
-@checks("TOKONLY-005", needs=("tokens-only",))
+@checks("TOKONLY-005")
 def test_tokens_only_stop_token_ids(tito: Session) -> None:
     _, _, token, choice = stop_token_case(tito)
     # Only the stop itself: which stop_reason names it is STOP-001's, which runs here too (a

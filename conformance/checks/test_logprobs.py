@@ -34,25 +34,25 @@ def entries(s: Session) -> list[tuple[str, list[dict], list[int]]]:
     return out
 
 
-@checks("LOGP-001", needs=("generate",))
+@checks("LOGP-001")
 def test_token_id_is_integer(tito: Session) -> None:
     for where, content, _ in entries(tito):
         semantics.check_integer_ids(content, where)
 
 
-@checks("LOGP-002", needs=("generate",))
+@checks("LOGP-002")
 def test_one_entry_per_token(tito: Session) -> None:
     for where, content, ids in entries(tito):
         semantics.check_count(content, ids, where)
 
 
-@checks("LOGP-003", needs=("generate",))
+@checks("LOGP-003")
 def test_sampled_first(tito: Session) -> None:
     for where, content, ids in entries(tito):
         semantics.check_sampled_first(content, ids, where)
 
 
-@checks("LOGP-004", needs=("generate",))
+@checks("LOGP-004")
 def test_no_logprobs_unless_asked(tito: Session) -> None:
     data = api.generate(tito, api.body(3, top={"output_mode": "tokens"}))
     for i, choice in enumerate(choices_of(data)):
@@ -60,7 +60,7 @@ def test_no_logprobs_unless_asked(tito: Session) -> None:
             fail(f"choice {i} carries logprobs although sampling_params.logprobs was not set")
 
 
-@checks("LOGP-005", needs=("generate",))
+@checks("LOGP-005")
 def test_tokens_mode_entry_keys(tito: Session) -> None:
     judged = 0
     for where, content, _ in entries(tito):
@@ -79,7 +79,7 @@ def test_tokens_mode_entry_keys(tito: Session) -> None:
         pytest.skip(f"{BLOCKED_PREFIX} every entry is in the older token_id:<id> form (LOGP-001)")
 
 
-@checks("LOGP-006", needs=("generate",))
+@checks("LOGP-006")
 def test_ranks_consistent(tito: Session) -> None:
     for where, content, _ in entries(tito):
         try:
@@ -89,13 +89,13 @@ def test_ranks_consistent(tito: Session) -> None:
         semantics.check_ranks(content, where, top_k(tito))
 
 
-@checks("LOGP-007", needs=("generate",))
+@checks("LOGP-007")
 def test_logprobs_finite_nonpositive(tito: Session) -> None:
     for where, content, _ in entries(tito):
         semantics.check_finite(content, where)
 
 
-@checks("LOGP-008", needs=("generate",))
+@checks("LOGP-008")
 def test_top_logprobs_count(tito: Session) -> None:
     k_max = top_k(tito)
     for k in dict.fromkeys((0, k_max)):
@@ -109,7 +109,7 @@ def test_top_logprobs_count(tito: Session) -> None:
                     )
 
 
-@checks("LOGP-009", needs=("generate",))
+@checks("LOGP-009")
 def test_logprobs_above_max(tito: Session) -> None:
     above = semantics.over_max_logprobs(tito)
     api.rejected(
@@ -119,7 +119,7 @@ def test_logprobs_above_max(tito: Session) -> None:
     )
 
 
-@checks("LOGP-010", needs=("generate",))
+@checks("LOGP-010")
 def test_prompt_logprobs(tito: Session) -> None:
     data = api.generate(tito, api.body(2, prompt_logprobs=tito.limits.logprobs(1)))
     plp = data.get("prompt_logprobs")

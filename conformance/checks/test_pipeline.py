@@ -28,7 +28,7 @@ def rendered(s: Session) -> dict:
     return s.remember("render", make)
 
 
-@checks("RENDER-001", needs=("scale-out",))
+@checks("RENDER-001")
 def test_render_served(tito: Session) -> None:
     rendered(tito)  # demands a 200; a missing route fails with the exchange that shows it
     reply = tito.client.post(DERENDER, {"generate_responses": []})
@@ -36,7 +36,7 @@ def test_render_served(tito: Session) -> None:
         fail(f"a scale-out server must serve derender; it answered {reply.status}")
 
 
-@checks("RENDER-002", needs=("render",))
+@checks("RENDER-002")
 def test_pipeline(tito: Session) -> None:
     request = rendered(tito)
     api.validate("RenderCompletionResponse", [request], "render response")
@@ -53,13 +53,7 @@ def test_pipeline(tito: Session) -> None:
     api.validate("CompletionResponse", reply.json(), "derender response")
 
 
-@checks(
-    "RENDER-003",
-    needs=(
-        "render",
-        "text-mode",
-    ),
-)
+@checks("RENDER-003")
 def test_derender_refuses_text(tito: Session) -> None:
     text = api.generate(tito, api.body(3, top={"output_mode": "text"}))
     text["output_mode"] = "text"  # labelled as what it is: a wrong echo is TEXT-007's
@@ -68,7 +62,7 @@ def test_derender_refuses_text(tito: Session) -> None:
     )
 
 
-@checks("MM-001", needs=("generate",))
+@checks("MM-001")
 def test_features_and_content_parts(tito: Session) -> None:
     payload = api.body(
         2,

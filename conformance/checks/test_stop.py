@@ -36,7 +36,7 @@ def finish_or_blocked(s: Session, choice: dict[str, Any]) -> Any:
     return choice.get("finish_reason")
 
 
-@checks("STOP-001", needs=("generate",), builds_on=("GEN-REQ-007",))
+@checks("STOP-001", builds_on=("GEN-REQ-007",))
 def test_stop_token_reason(tito: Session) -> None:
     _, _, token, choice = stop_token_case(tito)
     finish_or_blocked(tito, choice)
@@ -49,7 +49,7 @@ def test_stop_token_reason(tito: Session) -> None:
         )
 
 
-@checks("STOP-002", needs=("generate",), builds_on=("GEN-REQ-007",))
+@checks("STOP-002", builds_on=("GEN-REQ-007",))
 def test_stop_token_kept(tito: Session) -> None:
     ref, position, token, choice = stop_token_case(tito)
     if len(ids_of(choice)) > position + 1 and choice.get("finish_reason") != "stop":
@@ -61,7 +61,7 @@ def test_stop_token_kept(tito: Session) -> None:
         )
 
 
-@checks("STOP-003", needs=("generate",))
+@checks("STOP-003")
 def test_eos_stop_reason_null(tito: Session) -> None:
     n = tito.limits.n(8)
     for seed in range(32 // n):  # 32 sampled choices, whatever n the server allows
@@ -77,7 +77,7 @@ def test_eos_stop_reason_null(tito: Session) -> None:
     pytest.skip("not applicable: no sampled choice reached EOS within 32 x 48 tokens")
 
 
-@checks("STOP-004", needs=("generate",))
+@checks("STOP-004")
 def test_length_stop_reason_null(tito: Session) -> None:
     choice = choices_of(api.generate(tito, api.body(3, ignore_eos=True)))[0]
     finish_or_blocked(tito, choice)
@@ -133,7 +133,7 @@ def stop_string_case(s: Session) -> dict[str, Any]:
     return s.remember("stop-string", make)
 
 
-@checks("STOP-006", needs=("text-mode",), builds_on=("GEN-REQ-007",))
+@checks("STOP-006", builds_on=("GEN-REQ-007",))
 def test_stop_string_cut(tito: Session) -> None:
     case = stop_string_case(tito)
     want = case["text"][: case["at"]]
@@ -141,7 +141,7 @@ def test_stop_string_cut(tito: Session) -> None:
         fail(f"stop {case['stop']!r}: text {case['cut'].get('text')!r}, expected {want!r}")
 
 
-@checks("STOP-007", needs=("text-mode",), builds_on=("GEN-REQ-007",))
+@checks("STOP-007", builds_on=("GEN-REQ-007",))
 def test_include_stop_str(tito: Session) -> None:
     case = stop_string_case(tito)
     want = case["text"][: case["at"] + len(case["stop"])]
@@ -152,7 +152,7 @@ def test_include_stop_str(tito: Session) -> None:
         )
 
 
-@checks("STOP-008", needs=("text-mode",), builds_on=("GEN-REQ-007",))
+@checks("STOP-008", builds_on=("GEN-REQ-007",))
 def test_stop_string_tokens_kept(tito: Session) -> None:
     case = stop_string_case(tito)
     if case["needed"] is None:  # the reference's logprobs cannot say which tokens spell it
@@ -172,7 +172,7 @@ def test_stop_string_tokens_kept(tito: Session) -> None:
         )
 
 
-@checks("STOP-009", needs=("text-mode",), builds_on=("GEN-REQ-007",))
+@checks("STOP-009", builds_on=("GEN-REQ-007",))
 def test_stop_string_reason(tito: Session) -> None:
     case = stop_string_case(tito)
     cut = case["cut"]
@@ -184,7 +184,7 @@ def test_stop_string_reason(tito: Session) -> None:
         )
 
 
-@checks("STOP-010", needs=("text-mode",), builds_on=("GEN-REQ-007", "STREAM-001", "TEXT-009"))
+@checks("STOP-010", builds_on=("GEN-REQ-007", "STREAM-001", "TEXT-009"))
 def test_stop_string_stream(tito: Session) -> None:
     case = stop_string_case(tito)
     got = api.stream(tito, case["cut_payload"]).choices().get(0)

@@ -23,14 +23,14 @@ def streamed(s: Session) -> api.Streamed:
     return seeded_pair(s)[1]
 
 
-@checks("STREAM-001", needs=("generate",))
+@checks("STREAM-001")
 def test_stream_is_sse_of_valid_chunks(tito: Session) -> None:
     got = streamed(tito)
     if not got.chunks:
         fail("the stream carried no complete data event (events must end with a blank line)")
 
 
-@checks("STREAM-002", needs=("generate",), builds_on=("STREAM-001",))
+@checks("STREAM-002", builds_on=("STREAM-001",))
 def test_stream_ends_with_done(tito: Session) -> None:
     got = streamed(tito)
     if not got.done:
@@ -39,7 +39,7 @@ def test_stream_ends_with_done(tito: Session) -> None:
         fail(f"{got.after_done} events came after data: [DONE]")
 
 
-@checks("STREAM-003", needs=("generate",), builds_on=("STREAM-001", "GEN-REQ-007"))
+@checks("STREAM-003", builds_on=("STREAM-001", "GEN-REQ-007"))
 def test_deltas_concatenate(tito: Session) -> None:
     whole, got = seeded_pair(tito)
     joined = got.choices()
@@ -73,7 +73,7 @@ def broke_off(got: api.Streamed) -> str:
     return f"; the stream broke off with an error event: {str(said)[:200]!r}"
 
 
-@checks("STREAM-004", needs=("generate",), builds_on=("STREAM-001",))
+@checks("STREAM-004", builds_on=("STREAM-001",))
 def test_last_chunk_has_finish_reason(tito: Session) -> None:
     got = streamed(tito)
     for index, choice in got.choices().items():
@@ -89,7 +89,7 @@ def test_last_chunk_has_finish_reason(tito: Session) -> None:
                 fail(f"choice {index}: chunk {i} carries no tokens, text or finish_reason")
 
 
-@checks("STREAM-005", needs=("generate",), builds_on=("STREAM-001",))
+@checks("STREAM-005", builds_on=("STREAM-001",))
 def test_finish_reason_only_last(tito: Session) -> None:
     for index, choice in streamed(tito).choices().items():
         early = [c.get("finish_reason") for c in choice.chunks[:-1] if c.get("finish_reason")]
@@ -97,14 +97,14 @@ def test_finish_reason_only_last(tito: Session) -> None:
             fail(f"choice {index}: finish_reason {early[0]!r} before its last chunk")
 
 
-@checks("STREAM-006", needs=("generate",), n=2, builds_on=("STREAM-001",))
+@checks("STREAM-006", n=2, builds_on=("STREAM-001",))
 def test_one_choice_per_chunk(tito: Session) -> None:
     for i, chunk in enumerate(streamed(tito).chunks):
         if "choices" in chunk and len(chunk["choices"]) > 1:
             fail(f"chunk {i} carries {len(chunk['choices'])} choices")
 
 
-@checks("STREAM-007", needs=("generate",), builds_on=("STREAM-001", "STREAM-003"))
+@checks("STREAM-007", builds_on=("STREAM-001", "STREAM-003"))
 def test_include_usage(tito: Session) -> None:
     got = api.stream(
         tito, api.body(5, ignore_eos=True, top={"stream_options": {"include_usage": True}})
@@ -125,7 +125,7 @@ def test_include_usage(tito: Session) -> None:
         fail(f"usage chunk {u} does not match the stream {expected}")
 
 
-@checks("STREAM-008", needs=("generate",), builds_on=("STREAM-001", "LOGP-009"))
+@checks("STREAM-008", builds_on=("STREAM-001", "LOGP-009"))
 def test_engine_rejection_is_error_event(tito: Session) -> None:
     above = over_max_logprobs(tito)
     payload = api.body(2, logprobs=above) | {"stream": True}
@@ -144,6 +144,6 @@ def test_engine_rejection_is_error_event(tito: Session) -> None:
         )
 
 
-@checks("STREAM-009", needs=("generate",))
+@checks("STREAM-009")
 def test_schema_error_stays_400(tito: Session) -> None:
     api.rejected(tito, api.invalid() | {"stream": True}, what="streamed invalid request")

@@ -46,14 +46,14 @@ def items(s: Session) -> list[tuple[str, dict]]:
     return out
 
 
-@checks("TEXT-001", needs=("text-mode",))
+@checks("TEXT-001")
 def test_text_on_every_choice(tito: Session) -> None:
     for i, choice in enumerate(choices_of(text_response(tito))):
         if not isinstance(choice.get("text"), str):
             fail(f"choice {i} of a text-mode response has text {choice.get('text')!r}")
 
 
-@checks("TEXT-002", needs=("text-mode",))
+@checks("TEXT-002")
 def test_text_logprobs_have_bytes(tito: Session) -> None:
     for where, item in items(tito):
         if "token" not in item:  # not a text-mode item at all: TEXT-003's
@@ -63,7 +63,7 @@ def test_text_logprobs_have_bytes(tito: Session) -> None:
             fail(f"{where}: text-mode logprob item has no bytes: {item}")
 
 
-@checks("TEXT-003", needs=("text-mode",))
+@checks("TEXT-003")
 def test_text_logprobs_shape(tito: Session) -> None:
     for where, item in items(tito):
         token = item.get("token")
@@ -80,7 +80,7 @@ def test_text_logprobs_shape(tito: Session) -> None:
             fail(f"{where}: bytes {raw} are not the UTF-8 of token {token!r}")
 
 
-@checks("TEXT-004", needs=("text-mode",), builds_on=("GEN-REQ-007",))
+@checks("TEXT-004", builds_on=("GEN-REQ-007",))
 def test_text_mode_same_tokens(tito: Session) -> None:
     payload = text_payload(tito) | {"output_mode": "tokens"}
     tokens = api.generate(tito, payload)
@@ -92,7 +92,7 @@ def test_text_mode_same_tokens(tito: Session) -> None:
             )
 
 
-@checks("TEXT-005", needs=("generate",))
+@checks("TEXT-005")
 def test_response_echoes_output_mode(tito: Session) -> None:
     data = api.generate(tito, api.body(2, top={"output_mode": "tokens"}))
     if "output_mode" not in data:
@@ -101,7 +101,7 @@ def test_response_echoes_output_mode(tito: Session) -> None:
         fail("the text-mode response does not echo output_mode")
 
 
-@checks("TEXT-006", needs=("generate",))
+@checks("TEXT-006")
 def test_chunks_echo_output_mode(tito: Session) -> None:
     got = api.stream(tito, api.body(4, ignore_eos=True))
     for i, chunk in enumerate(got.chunks):
@@ -109,7 +109,7 @@ def test_chunks_echo_output_mode(tito: Session) -> None:
             fail(f"stream chunk {i} does not echo output_mode")
 
 
-@checks("TEXT-007", needs=("text-mode",))
+@checks("TEXT-007")
 def test_echo_matches(tito: Session) -> None:
     mode = text_response(tito).get("output_mode")
     if mode != "text":
@@ -131,7 +131,7 @@ def _special_candidate(s: Session) -> int | None:
     return None
 
 
-@checks("TEXT-008", needs=("text-mode",))
+@checks("TEXT-008")
 def test_skip_special_tokens(tito: Session) -> None:
     candidate = _special_candidate(tito)
     if candidate is None:
@@ -158,7 +158,7 @@ def test_skip_special_tokens(tito: Session) -> None:
         fail(f"skip_special_tokens true still shows the special token {candidate}: {texts[True]!r}")
 
 
-@checks("TEXT-009", needs=("text-mode",), builds_on=("STREAM-001", "GEN-REQ-007"))
+@checks("TEXT-009", builds_on=("STREAM-001", "GEN-REQ-007"))
 def test_text_deltas(tito: Session) -> None:
     got = api.stream(tito, text_payload(tito))
     joined = got.choices()
@@ -173,7 +173,7 @@ def test_text_deltas(tito: Session) -> None:
             )
 
 
-@checks("TEXT-010", needs=("generate",))
+@checks("TEXT-010")
 def test_text_needs_detokenize(tito: Session) -> None:
     api.rejected(
         tito,
@@ -182,7 +182,7 @@ def test_text_needs_detokenize(tito: Session) -> None:
     )
 
 
-@checks("TEXT-011", needs=("text-mode",))
+@checks("TEXT-011")
 def test_placeholders_name_tokens(tito: Session) -> None:
     found = False
     for choice in choices_of(text_response(tito)):

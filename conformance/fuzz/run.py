@@ -13,6 +13,7 @@ from ..features import Features
 from ..limits import Limits
 from ..requirements import by_id
 from ..results import CheckResult, Report, ServerInfo, Status, decide
+from .covers import sequence_covers
 from .engine import Fuzzer
 from .expectations import operations
 from .findings import Finding, GroupStats, hash_seed_prefix
@@ -23,11 +24,7 @@ from .settings import FuzzConfig, ServerFacts
 from .stateful import run_sequences
 
 SUITE_NAME = "tito-conformance fuzz"
-SEQUENCE_COVERS = {
-    "generate-then-abort": {"ABORT-002", "ABORT-006"},
-    "label-then-generate": {"WV-002", "WV-007"},
-    "render-generate-derender": {"RENDER-002"},
-}
+SEQUENCE_COVERS = sequence_covers()
 """What a stateful sequence that ran cases exercised (its failures file under these too)."""
 
 

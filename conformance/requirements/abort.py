@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import MUST, SHOULD, Feature, Requirement, Source
+from .model import MUST, SHOULD, Feature, Requirement, Source, fuzz
 
 F = Feature.ABORT
 
@@ -14,6 +14,10 @@ REQUIREMENTS = [
         "It is registered wherever /inference/v1/generate is",
         "/inference/v1/abort_requests answers wherever generate does",
         expected_status=200,
+        needs=("generate",),
+        anchor="abort",
+        ground="abort-route",
+        defects=("abort-route-missing",),
     ),
     Requirement(
         "ABORT-002",
@@ -21,6 +25,10 @@ REQUIREMENTS = [
         F,
         "POST /inference/v1/abort_requests aborts in-flight requests.",
         "aborting a live stream ends it with a finish_reason abort chunk, then [DONE]",
+        needs=("abort",),
+        sequences=("generate-then-abort",),
+        diff=("abort-flow-stream", "abort-flow-stream-n2-usage"),
+        defects=("abort-ignored", "abort-finish-reason-length"),
     ),
     Requirement(
         "ABORT-003",
@@ -28,6 +36,9 @@ REQUIREMENTS = [
         F,
         "POST /inference/v1/abort_requests aborts in-flight requests.",
         "aborting a live non-streamed request answers it with finish_reason abort",
+        needs=("abort",),
+        diff=("abort-flow-nonstream",),
+        defects=("abort-ignored", "abort-finish-reason-length"),
     ),
     Requirement(
         "ABORT-004",
@@ -37,6 +48,9 @@ REQUIREMENTS = [
         "an aborted non-streamed request keeps its partial output",
         source=Source.VLLM,
         evidence="capture abort_target_nonstream (65 tokens, finish_reason abort)",
+        needs=("abort",),
+        diff=("abort-flow-nonstream",),
+        defects=("abort-no-partial-output",),
     ),
     Requirement(
         "ABORT-005",
@@ -45,6 +59,9 @@ REQUIREMENTS = [
         "A missing request_ids returns a 400.",
         "abort without request_ids is a 400",
         expected_status=400,
+        needs=("abort",),
+        diff=("abort-missing-ids",),
+        defects=("abort-missing-ids-200",),
     ),
     Requirement(
         "ABORT-006",
@@ -53,6 +70,11 @@ REQUIREMENTS = [
         "The response is empty and the abort finishes in the background.",
         "abort answers 200 with an empty body",
         expected_status=200,
+        needs=("abort",),
+        fuzz=(fuzz(130, operations=("abortRequests",)),),
+        sequences=("generate-then-abort",),
+        diff=("abort-unknown-id", "abort-string-ids", "abort-empty-list"),
+        defects=("abort-json-body",),
     ),
     Requirement(
         "ABORT-007",
@@ -61,6 +83,11 @@ REQUIREMENTS = [
         "With --tokens-only, the same handler is also served at POST /abort_requests for "
         "existing deployments.",
         "on tokens-only, /abort_requests aborts a live request and 400s a missing request_ids",
+        needs=("tokens-only", "legacy-abort"),
+        anchor="legacy-abort",
+        fuzz=(fuzz(130, operations=("abortRequestsLegacy",)),),
+        diff=("abort-flow-legacy", "legacy-abort", "legacy-abort-missing"),
+        defects=("legacy-abort-ignored",),
     ),
     Requirement(
         "ABORT-008",
@@ -71,6 +98,9 @@ REQUIREMENTS = [
         source=Source.VLLM,
         expected_status=404,
         evidence="vllm-cpu.md: POST /abort_requests {} is 404 on a scale-out server",
+        needs=("generate",),
+        diff=("legacy-abort-not-served",),
+        defects=("legacy-abort-everywhere",),
     ),
     Requirement(
         "ABORT-009",
@@ -80,5 +110,7 @@ REQUIREMENTS = [
         "disconnecting a stream aborts the request (checked where the server exposes stats)",
         source=Source.VLLM,
         evidence="vllm-source-notes §1.1 (with_cancellation)",
+        needs=("mock-stats",),
+        defects=("disconnect-no-abort",),
     ),
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import MUST, SHOULD, Feature, Requirement, Source
+from .model import MUST, SCHEMA_CHECKS, SHOULD, Feature, Requirement, Source, fuzz
 
 A = Feature.API_KEY
 D = Feature.DP_RANK
@@ -15,6 +15,12 @@ REQUIREMENTS = [
         "requires the API key when --api-key is set, like /inference/v1/generate.",
         "generate without the key, or with a wrong key, is a 401; with it, a 200",
         expected_status=401,
+        needs=("api-key",),
+        anchor="api-key",
+        ground="key-demanded",
+        fuzz=(fuzz(110, checks=("positive_data_acceptance",), statuses=(401, 401)),),
+        diff=("no-key-generate", "wrong-key-generate", "no-key-stream"),
+        defects=("api-key-unchecked", "api-key-generate-open"),
     ),
     Requirement(
         "AUTH-002",
@@ -23,6 +29,9 @@ REQUIREMENTS = [
         "requires the API key when --api-key is set, like /inference/v1/generate.",
         "/inference/v1/abort_requests without the key is a 401",
         expected_status=401,
+        needs=("api-key", "abort"),
+        diff=("no-key-abort",),
+        defects=("abort-no-auth",),
     ),
     Requirement(
         "AUTH-003",
@@ -31,6 +40,9 @@ REQUIREMENTS = [
         "That path doesn't require the API key, even when --api-key is set.",
         "/abort_requests (tokens-only) works without the key",
         expected_status=200,
+        needs=("api-key", "legacy-abort"),
+        diff=("no-key-legacy-abort",),
+        defects=("legacy-abort-requires-key",),
     ),
     Requirement(
         "AUTH-004",
@@ -41,6 +53,13 @@ REQUIREMENTS = [
         source=Source.VLLM,
         expected_status=401,
         evidence="capture apikey_generate_no_key_401",
+        needs=("api-key",),
+        fuzz=(
+            fuzz(40, checks=("error_body_shape",), statuses=(401, 401)),
+            fuzz(40, checks=SCHEMA_CHECKS, statuses=(401, 401)),
+        ),
+        diff=("no-key-generate", "wrong-key-generate"),
+        defects=("unauthorized-body-wrong",),
     ),
     Requirement(
         "AUTH-005",
@@ -51,6 +70,9 @@ REQUIREMENTS = [
         source=Source.VLLM,
         expected_status=200,
         evidence="capture apikey_health_no_key",
+        needs=("api-key",),
+        diff=("no-key-health",),
+        defects=("health-guarded",),
     ),
     Requirement(
         "DP-001",
@@ -60,6 +82,10 @@ REQUIREMENTS = [
         "engine rank",
         "every rank in [0, data_parallel_size) is accepted",
         expected_status=200,
+        needs=("generate",),
+        anchor="data-parallel",
+        diff=("dp-rank-0",),
+        defects=("dp-rank-zero-rejected",),
     ),
     Requirement(
         "DP-002",
@@ -68,6 +94,9 @@ REQUIREMENTS = [
         "Without the header, or with a non-integer value, the request is load balanced.",
         "a non-integer X-data-parallel-rank is ignored (200)",
         expected_status=200,
+        needs=("generate",),
+        diff=("dp-rank-abc",),
+        defects=("dp-rank-non-int-400",),
     ),
     Requirement(
         "DP-003",
@@ -76,5 +105,8 @@ REQUIREMENTS = [
         "A rank outside [0, data_parallel_size) is rejected.",
         "rank data_parallel_size and rank -1 are a 400",
         expected_status=400,
+        needs=("generate",),
+        diff=("dp-rank-1", "dp-rank-minus-1"),
+        defects=("dp-rank-unchecked",),
     ),
 ]

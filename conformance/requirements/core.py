@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import MUST, SHOULD, Feature, Requirement, Source
+from .model import MUST, SHOULD, Feature, Requirement, Source, fuzz
 
 F = Feature.CORE
 
@@ -15,6 +15,10 @@ REQUIREMENTS = [
         "prompt token IDs and returns generated token IDs",
         "a minimal request answers 200 with a body valid against GenerateResponse",
         expected_status=200,
+        ground="choices-listed",
+        fuzz=(fuzz(130, operations=("generate",)),),
+        diff=("basic",),
+        defects=("hang-generate", "garbage-json"),
     ),
     Requirement(
         "GEN-002",
@@ -22,6 +26,8 @@ REQUIREMENTS = [
         F,
         "and finish_reason/stop_reason, with no detokenization.",
         "a tokens-mode response carries no text",
+        needs=("generate",),
+        defects=("tokens-mode-text",),
     ),
     Requirement(
         "GEN-003",
@@ -31,6 +37,9 @@ REQUIREMENTS = [
         "/inference/v1/abort_requests.",
         "a server claimed or detected as scale-out serves generate",
         expected_status=200,
+        needs=("scale-out",),
+        anchor="scale-out",
+        defects=("scale-out-generate-404",),
     ),
     Requirement(
         "GEN-REQ-001",
@@ -39,6 +48,9 @@ REQUIREMENTS = [
         "Required `list[int]`: the already-templated prompt.",
         "a request without token_ids, or with non-integer ids, is a 400",
         expected_status=400,
+        needs=("generate",),
+        diff=("token-ids-not-list", "token-ids-missing"),
+        defects=("token-ids-missing-accepted",),
     ),
     Requirement(
         "GEN-REQ-002",
@@ -47,6 +59,9 @@ REQUIREMENTS = [
         "Non-empty, no negative IDs.",
         "an empty token_ids is a 400",
         expected_status=400,
+        needs=("generate",),
+        diff=("empty-token-ids",),
+        defects=("empty-token-ids-accepted",),
     ),
     Requirement(
         "GEN-REQ-003",
@@ -55,6 +70,9 @@ REQUIREMENTS = [
         "Non-empty, no negative IDs.",
         "a negative token id is a 400",
         expected_status=400,
+        needs=("generate",),
+        diff=("negative-token-ids",),
+        defects=("negative-token-ids-accepted",),
     ),
     Requirement(
         "GEN-REQ-004",
@@ -64,6 +82,9 @@ REQUIREMENTS = [
         "`stop_token_ids`.",
         "a request without sampling_params is a 400",
         expected_status=400,
+        needs=("generate",),
+        diff=("sampling-missing",),
+        defects=("sampling-params-optional",),
     ),
     Requirement(
         "GEN-REQ-005",
@@ -71,6 +92,9 @@ REQUIREMENTS = [
         F,
         "Any SamplingParams field, e.g. `max_tokens`",
         "max_tokens bounds the output; reaching it gives finish_reason length",
+        needs=("generate",),
+        diff=("ignore-eos-length", "max-tokens-over-context"),
+        defects=("max-tokens-overrun",),
     ),
     Requirement(
         "GEN-REQ-006",
@@ -78,6 +102,9 @@ REQUIREMENTS = [
         F,
         "Any SamplingParams field, e.g. `max_tokens`, `temperature`",
         "temperature 0 samples the most likely token (rank 1) at every step",
+        needs=("generate",),
+        diff=("logprobs-3-greedy", "greedy"),
+        defects=("greedy-not-greedy",),
     ),
     Requirement(
         "GEN-REQ-007",
@@ -85,6 +112,10 @@ REQUIREMENTS = [
         F,
         "Any SamplingParams field",
         "sampling with the same seed gives the same tokens",
+        needs=("generate",),
+        ground="same-seed-twice",
+        diff=("seeded",),
+        defects=("seed-ignored",),
     ),
     Requirement(
         "GEN-REQ-008",
@@ -92,6 +123,9 @@ REQUIREMENTS = [
         F,
         "Any SamplingParams field",
         "n > 1 returns n choices indexed 0..n-1",
+        needs=("generate",),
+        diff=("n2-logprobs-2", "n3-ignore-eos"),
+        defects=("n-ignored",),
     ),
     Requirement(
         "GEN-REQ-009",
@@ -100,6 +134,9 @@ REQUIREMENTS = [
         "Without `max_tokens`, the server applies its own default (as on the OpenAI endpoints), "
         "not 16.",
         "without max_tokens the output may run past 16 tokens",
+        needs=("generate",),
+        diff=("default-max-tokens",),
+        defects=("max-tokens-default-16",),
     ),
     Requirement(
         "GEN-REQ-010",
@@ -107,6 +144,8 @@ REQUIREMENTS = [
         F,
         '`"tokens"` (default) or `"text"`, see Output modes.',
         "a request without output_mode is answered in tokens mode",
+        needs=("generate",),
+        defects=("default-output-mode-text",),
     ),
     Requirement(
         "GEN-REQ-011",
@@ -114,6 +153,9 @@ REQUIREMENTS = [
         F,
         "Echo the final prompt IDs as `prompt_token_ids`.",
         "return_token_ids echoes the prompt as prompt_token_ids",
+        needs=("generate",),
+        diff=("n2-return-token-ids-prompt-logprobs", "return-token-ids"),
+        defects=("prompt-token-ids-missing",),
     ),
     Requirement(
         "GEN-REQ-012",
@@ -123,6 +165,10 @@ REQUIREMENTS = [
         "`ec_transfer_params`\tOptional.",
         "the optional fields are accepted when sent with valid values",
         expected_status=200,
+        needs=("generate",),
+        fuzz=(fuzz(111, checks=("positive_data_acceptance",), operations=("generate",)),),
+        diff=("sampling-knobs", "priority", "cache-salt"),
+        defects=("optional-fields-rejected",),
     ),
     Requirement(
         "GEN-RESP-001",
@@ -130,6 +176,8 @@ REQUIREMENTS = [
         F,
         "Generated token IDs.",
         "every choice carries token_ids, non-negative integers, no more than max_tokens",
+        needs=("generate",),
+        defects=("max-tokens-overrun", "token-ids-as-strings"),
     ),
     Requirement(
         "GEN-RESP-002",
@@ -137,6 +185,9 @@ REQUIREMENTS = [
         F,
         "`stop`, `length` or `abort`.",
         "every non-streamed choice has a finish_reason among stop, length, abort",
+        needs=("generate",),
+        ground="finish-reasons",
+        defects=("finish-reason-null",),
     ),
     Requirement(
         "GEN-RESP-003",
@@ -144,6 +195,8 @@ REQUIREMENTS = [
         F,
         "The top level adds request_id, usage, prompt_token_ids and prompt_logprobs.",
         "usage counts equal the prompt and the tokens returned",
+        needs=("generate",),
+        defects=("usage-miscount",),
     ),
     Requirement(
         "GEN-RESP-004",
@@ -152,6 +205,10 @@ REQUIREMENTS = [
         "The request ID is the request_id the server returned: the X-Request-Id header or body "
         "request_id you sent, prefixed with generate-tokens-.",
         "a body request_id comes back as generate-tokens-<id>",
+        needs=("generate",),
+        fuzz=(fuzz(70, checks=("request_id_prefix",)),),
+        diff=("request-id-body",),
+        defects=("request-id-no-prefix",),
     ),
     Requirement(
         "GEN-RESP-005",
@@ -159,6 +216,10 @@ REQUIREMENTS = [
         F,
         "the X-Request-Id header or body request_id you sent, prefixed with generate-tokens-.",
         "an X-Request-Id header comes back as generate-tokens-<header>",
+        needs=("generate",),
+        ground="header-id",
+        diff=("request-id-header", "stream-request-id-header"),
+        defects=("request-id-header-ignored",),
     ),
     Requirement(
         "GEN-RESP-006",
@@ -168,6 +229,9 @@ REQUIREMENTS = [
         "X-Request-Id takes precedence over the body request_id",
         source=Source.VLLM,
         evidence="vllm-source-notes §3.5 (_base_request_id)",
+        needs=("generate",),
+        diff=("request-id-both",),
+        defects=("request-id-body-wins",),
     ),
     Requirement(
         "GEN-RESP-007",
@@ -175,6 +239,8 @@ REQUIREMENTS = [
         F,
         "the last two need `--enable-return-routed-experts` / `--return-sampling-mask`.",
         "without those flags routed_experts and sampling_mask are null or absent",
+        needs=("generate",),
+        defects=("routed-experts-always",),
     ),
     Requirement(
         "SCHEMA-GEN-001",
@@ -182,5 +248,28 @@ REQUIREMENTS = [
         F,
         "The top level adds request_id, usage, prompt_token_ids and prompt_logprobs.",
         "every non-streamed generate response is valid against the spec's GenerateResponse",
+        needs=("generate",),
+        fuzz=(
+            fuzz(
+                50, checks=("response_schema_conformance",), operations=("generate",), stream=False
+            ),
+        ),
+        diff=("basic",),
+        defects=(
+            "request-id-no-prefix",
+            "finish-reason-null",
+            "output-mode-wrong-echo",
+            "tokens-mode-text",
+            "token-ids-as-strings",
+            "length-stop-reason-set",
+            "abort-stop-reason-set",
+            "logprobs-legacy-token-id",
+            "tokens-logprobs-with-token",
+            "text-no-bytes",
+            "text-logprobs-tokens-shape",
+            "text-missing",
+            "weight-versions-missing",
+            "schema-index-string",
+        ),
     ),
 ]

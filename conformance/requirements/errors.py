@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import MUST, SHOULD, Feature, Requirement, Source
+from .model import MUST, SCHEMA_CHECKS, SERVING_PROFILES, SHOULD, Feature, Requirement, Source, fuzz
 
 F = Feature.ERRORS
 
@@ -14,6 +14,9 @@ REQUIREMENTS = [
         "An unsupported output_mode value.",
         "an unknown output_mode (and null) is a 400",
         expected_status=400,
+        needs=("generate",),
+        diff=("output-mode-invalid",),
+        defects=("output-mode-any-accepted",),
     ),
     Requirement(
         "ERR-002",
@@ -24,6 +27,18 @@ REQUIREMENTS = [
         "4xx bodies have vLLM's ErrorResponse shape",
         source=Source.VLLM,
         evidence="vllm-source-notes §8.1; every 400 capture",
+        needs=("generate",),
+        fuzz=(
+            fuzz(
+                20,
+                groups=("wrong-media-type",),
+                profiles=SERVING_PROFILES,
+                checks=("error_body_shape",),
+            ),
+            fuzz(41, checks=("error_body_shape",)),
+            fuzz(41, checks=SCHEMA_CHECKS, statuses=(400, 999)),
+        ),
+        defects=("error-body-flat",),
     ),
     Requirement(
         "ERR-003",
@@ -34,6 +49,28 @@ REQUIREMENTS = [
         source=Source.VLLM,
         expected_status=400,
         evidence="vllm-cpu.md 'Real bugs and surprises'",
+        needs=("generate",),
+        fuzz=(
+            fuzz(90, checks=("not_a_server_error",), groups=("negative",)),
+            fuzz(
+                100,
+                checks=("negative_data_rejection", "status_code_conformance"),
+                groups=("negative",),
+            ),
+        ),
+        diff=(
+            "null-temperature",
+            "null-n",
+            "null-request-id",
+            "temperature-negative",
+            "n5-over-max-num-seqs",
+            "prompt-logprobs-21",
+            "prompt-over-context",
+            "cache-salt-empty",
+            "prompt-logprob-token-ids",
+            "body-not-object",
+        ),
+        defects=("validation-422",),
     ),
     Requirement(
         "ERR-004",
@@ -44,6 +81,10 @@ REQUIREMENTS = [
         source=Source.VLLM,
         expected_status=200,
         evidence="vllm-cpu.md; capture unknown_fields_*",
+        needs=("generate",),
+        fuzz=(fuzz(111, checks=("positive_data_acceptance",), operations=("generate",)),),
+        diff=("unknown-top-level", "unknown-sampling"),
+        defects=("unknown-field-rejected",),
     ),
     Requirement(
         "ERR-005",
@@ -54,6 +95,14 @@ REQUIREMENTS = [
         source=Source.VLLM,
         expected_status=400,
         evidence="capture invalid_json",
+        needs=("generate",),
+        fuzz=(
+            fuzz(
+                90, checks=("not_a_server_error",), groups=("negative",), operations=("generate",)
+            ),
+        ),
+        diff=("invalid-json", "abort-invalid-json"),
+        defects=("invalid-json-500",),
     ),
     Requirement(
         "ERR-006",
@@ -64,6 +113,10 @@ REQUIREMENTS = [
         source=Source.VLLM,
         expected_status=400,
         evidence="vllm-cpu.md; vllm-source-notes §8.2",
+        needs=("generate",),
+        fuzz=(fuzz(21, groups=("wrong-media-type",), profiles=SERVING_PROFILES),),
+        diff=("wrong-content-type",),
+        defects=("wrong-content-type-accepted",),
     ),
     Requirement(
         "ERR-007",
@@ -74,6 +127,10 @@ REQUIREMENTS = [
         source=Source.VLLM,
         expected_status=400,
         evidence="vllm-cpu.md (0.32 --tokens-only answers 500 and exits: a known bug)",
+        needs=("generate",),
+        fuzz=(fuzz(10, groups=("out-of-vocabulary",)),),
+        diff=("oov-token-id",),
+        defects=("oov-token-500",),
     ),
     Requirement(
         "ERR-008",
@@ -84,6 +141,9 @@ REQUIREMENTS = [
         source=Source.VLLM,
         expected_status=400,
         evidence="vllm-source-notes §8.2",
+        needs=("generate",),
+        fuzz=(fuzz(140),),
+        defects=("type-error-500",),
     ),
     Requirement(
         "ERR-009",
@@ -94,6 +154,9 @@ REQUIREMENTS = [
         source=Source.VLLM,
         expected_status=200,
         evidence="vllm-cpu.md 'More behaviour'",
+        needs=("generate",),
+        diff=("nulls-accepted",),
+        defects=("null-rejected",),
     ),
     Requirement(
         "ERR-010",
@@ -104,5 +167,8 @@ REQUIREMENTS = [
         source=Source.VLLM,
         expected_status=400,
         evidence="vllm-cpu.md",
+        needs=("generate",),
+        diff=("max-tokens-0",),
+        defects=("max-tokens-zero-accepted",),
     ),
 ]

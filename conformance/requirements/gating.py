@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import MUST, SHOULD, Feature, Requirement, Source
+from .model import GATED_OPERATIONS, MUST, SHOULD, Feature, Requirement, Source, fuzz
 
 D = Feature.DISABLED
 T = Feature.TOKENS_ONLY
@@ -18,6 +18,12 @@ REQUIREMENTS = [
         "With neither flag, it returns 403",
         "with neither flag generate answers 403",
         expected_status=403,
+        needs=("disabled",),
+        anchor="disabled",
+        ground="gated",
+        fuzz=(fuzz(33, profiles=("disabled",), operations=("generate",)),),
+        diff=("disabled-generate",),
+        defects=("disabled-404",),
     ),
     Requirement(
         "DISABLED-002",
@@ -27,6 +33,10 @@ REQUIREMENTS = [
         "--enable-scale-out to enable them.",
         "the 403 carries the document's message",
         expected_status=403,
+        needs=("disabled",),
+        fuzz=(fuzz(32, profiles=("disabled",), operations=GATED_OPERATIONS, statuses=(403, 403)),),
+        diff=("disabled-generate",),
+        defects=("disabled-message-wrong",),
     ),
     Requirement(
         "DISABLED-003",
@@ -35,6 +45,24 @@ REQUIREMENTS = [
         "With neither flag, it returns 403",
         "the 403 comes before validation: an invalid body also gets 403",
         expected_status=403,
+        needs=("disabled",),
+        fuzz=(
+            fuzz(
+                30,
+                profiles=("disabled",),
+                operations=GATED_OPERATIONS,
+                checks=("negative_data_rejection",),
+            ),
+            fuzz(
+                30,
+                profiles=("disabled",),
+                operations=GATED_OPERATIONS,
+                groups=("negative",),
+                statuses=(400, 400),
+            ),
+        ),
+        diff=("disabled-invalid-body",),
+        defects=("disabled-validates-first",),
     ),
     Requirement(
         "DISABLED-004",
@@ -45,6 +73,10 @@ REQUIREMENTS = [
         source=Source.VLLM,
         expected_status=403,
         evidence="captures noflag_abort_403, noflag_render_*_403, noflag_derender_*_403",
+        needs=("disabled",),
+        fuzz=(fuzz(34, profiles=("disabled",), operations=GATED_OPERATIONS),),
+        diff=("disabled-render", "disabled-derender", "disabled-abort"),
+        defects=("disabled-404", "disabled-abort-open"),
     ),
     Requirement(
         "TOKONLY-001",
@@ -53,6 +85,9 @@ REQUIREMENTS = [
         "--tokens-only always registers it",
         "a tokens-only server serves generate",
         expected_status=200,
+        needs=("tokens-only",),
+        anchor="tokens-only",
+        defects=("tokens-only-generate-403",),
     ),
     Requirement(
         "TOKONLY-002",
@@ -61,6 +96,9 @@ REQUIREMENTS = [
         "skips loading the tokenizer",
         'output_mode "text" is refused with a 400 on a tokens-only server',
         expected_status=400,
+        needs=("tokens-only",),
+        diff=("tokens-only-text",),
+        defects=("tokens-only-text-accepted",),
     ),
     Requirement(
         "TOKONLY-003",
@@ -69,6 +107,8 @@ REQUIREMENTS = [
         "forces detokenize=False.",
         "sampling_params.detokenize true is overridden: tokens only, no text, 200",
         expected_status=200,
+        needs=("tokens-only",),
+        defects=("tokens-only-detokenize-text",),
     ),
     Requirement(
         "TOKONLY-004",
@@ -77,6 +117,9 @@ REQUIREMENTS = [
         "Stop strings (sampling_params.stop) are then rejected with a 400",
         "stop strings are a 400 on a tokens-only server",
         expected_status=400,
+        needs=("tokens-only",),
+        diff=("tokens-only-stop",),
+        defects=("tokens-only-stop-accepted",),
     ),
     Requirement(
         "TOKONLY-005",
@@ -84,5 +127,7 @@ REQUIREMENTS = [
         T,
         "use stop_token_ids.",
         "stop_token_ids work on a tokens-only server",
+        needs=("tokens-only",),
+        defects=("tokens-only-stop-token-ids-ignored",),
     ),
 ]

@@ -13,6 +13,8 @@ REQUIREMENTS = [
         F,
         '`token_id` is an integer, not the older `"token_id:<id>"` string.',
         "tokens-mode logprob token_id is an integer",
+        needs=("generate",),
+        defects=("logprobs-legacy-token-id",),
     ),
     Requirement(
         "LOGP-002",
@@ -20,6 +22,10 @@ REQUIREMENTS = [
         F,
         "one entry per token",
         "len(logprobs.content) == len(token_ids)",
+        needs=("generate",),
+        ground="logprob-count",
+        diff=("n2-logprobs-2",),
+        defects=("logprobs-count-mismatch",),
     ),
     Requirement(
         "LOGP-003",
@@ -27,6 +33,9 @@ REQUIREMENTS = [
         F,
         "sampled token first",
         "the sampled token is the first entry of top_logprobs",
+        needs=("generate",),
+        diff=("logprobs-3-greedy",),
+        defects=("top-logprobs-sampled-not-first",),
     ),
     Requirement(
         "LOGP-004",
@@ -34,6 +43,8 @@ REQUIREMENTS = [
         F,
         "Needs `sampling_params.logprobs`.",
         "without sampling_params.logprobs no logprobs are returned",
+        needs=("generate",),
+        defects=("logprobs-always",),
     ),
     Requirement(
         "LOGP-005",
@@ -42,6 +53,8 @@ REQUIREMENTS = [
         'With output_mode: "tokens", logprobs are GenerateLogProbs with an integer token_id and '
         "rank per entry and no token or bytes",
         "tokens-mode entries have token_id and rank and no token or bytes",
+        needs=("generate",),
+        defects=("tokens-logprobs-with-token",),
     ),
     Requirement(
         "LOGP-006",
@@ -49,6 +62,8 @@ REQUIREMENTS = [
         F,
         "an integer token_id and rank per entry",
         "ranks are consistent with the logprobs (rank 1 is the most likely)",
+        needs=("generate",),
+        defects=("rank-wrong",),
     ),
     Requirement(
         "LOGP-007",
@@ -56,6 +71,8 @@ REQUIREMENTS = [
         F,
         "logprobs keyed by integer token ID",
         "every logprob is finite and <= 0",
+        needs=("generate",),
+        defects=("logprobs-positive",),
     ),
     Requirement(
         "LOGP-008",
@@ -65,6 +82,9 @@ REQUIREMENTS = [
         "top_logprobs length is max(k, 1)",
         source=Source.VLLM,
         evidence="vllm-cpu.md; test_generate_logprobs[0,1,5]",
+        needs=("generate",),
+        diff=("logprobs-0",),
+        defects=("top-logprobs-wrong-count",),
     ),
     Requirement(
         "LOGP-009",
@@ -75,6 +95,10 @@ REQUIREMENTS = [
         source=Source.VLLM,
         expected_status=400,
         evidence="vllm-source-notes §2.1 (--max-logprobs)",
+        needs=("generate",),
+        ground="logprobs-limit",
+        diff=("logprobs-21",),
+        defects=("logprobs-over-max-accepted",),
     ),
     Requirement(
         "LOGP-010",
@@ -85,5 +109,8 @@ REQUIREMENTS = [
         "prompt_logprobs has one entry per prompt token and starts with null",
         source=Source.VLLM,
         evidence="vllm-cpu.md; vllm-source-notes §3",
+        needs=("generate",),
+        diff=("n2-return-token-ids-prompt-logprobs", "prompt-logprobs-0", "stream-prompt-logprobs"),
+        defects=("prompt-logprobs-no-leading-null",),
     ),
 ]

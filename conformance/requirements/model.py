@@ -41,13 +41,94 @@ class Feature(StrEnum):
 
 
 @dataclass(frozen=True)
+class FuzzRule:
+    """A kind of fuzz finding this requirement takes.
+
+    A finding files under the requirements whose rule matches it with the lowest `order` (the
+    most specific reading wins: a 401's error body is AUTH-004's before it is ERR-002's). A
+    field left empty matches anything; `statuses` is an inclusive range; `profiles` are the
+    spec profiles (`scale-out`, `tokens-only`, `disabled`).
+    """
+
+    order: int
+    checks: frozenset[str] = frozenset()
+    operations: frozenset[str] = frozenset()
+    groups: frozenset[str] = frozenset()
+    profiles: frozenset[str] = frozenset()
+    statuses: tuple[int, int] | None = None
+    stream: bool | None = None
+
+    def matches(
+        self, check: str, operation: str, group: str, status: int | None, profile: str, stream: bool
+    ) -> bool:
+        low, high = self.statuses or (0, 0)
+        return (
+            (not self.checks or check in self.checks)
+            and (not self.operations or operation in self.operations)
+            and (not self.groups or group in self.groups)
+            and (not self.profiles or profile in self.profiles)
+            and (self.statuses is None or (status is not None and low <= status <= high))
+            and (self.stream is None or stream is self.stream)
+        )
+
+
+SERVING_PROFILES = ("scale-out", "tokens-only")
+"""The spec profiles that serve generate (the third, `disabled`, answers it with a 403)."""
+GATED_OPERATIONS = (
+    "generate",
+    "abortRequests",
+    "abortRequestsLegacy",
+    "renderCompletions",
+    "renderChatCompletions",
+    "derenderCompletions",
+    "derenderChatCompletions",
+)
+"""The operations a server without either flag answers with the 403."""
+SCHEMA_CHECKS = ("response_schema_conformance", "content_type_conformance")
+"""schemathesis's checks of an answer's form (a 4xx's form is ERR-002's)."""
+
+
+def fuzz(
+    order: int,
+    *,
+    checks: tuple[str, ...] = (),
+    operations: tuple[str, ...] = (),
+    groups: tuple[str, ...] = (),
+    profiles: tuple[str, ...] = (),
+    statuses: tuple[int, int] | None = None,
+    stream: bool | None = None,
+) -> FuzzRule:
+    """A `FuzzRule`, spelled with tuples (what the catalogue modules write)."""
+    return FuzzRule(
+        order,
+        frozenset(checks),
+        frozenset(operations),
+        frozenset(groups),
+        frozenset(profiles),
+        statuses,
+        stream,
+    )
+
+
+@dataclass(frozen=True)
 class Requirement:
-    """One normative statement.
+    """One normative statement, and every way the kit has to decide it.
 
     `text` is the document's sentence verbatim when `source` is DOCUMENT (a test proves it is a
     substring of the shipped document); for VLLM extras it states the observed behaviour and
     `evidence` names where it was seen. `expected_status` is the HTTP status the requirement
     demands, where it demands one.
+
+    The rest is the requirement's map, kept here so no other module keeps a table of it:
+    - `needs`: the detected features its checks need (a check may add its own);
+    - `anchor`: the feature whose claim this requirement proves present (a claimed feature
+      that is absent fails here, and only here);
+    - `ground`: the foundation probe (`foundations.PROBES`) that shows it broken, so checks
+      that build on it are blocked rather than failed;
+    - `fuzz`: the fuzz findings filed under it; `sequences`: the stateful fuzz sequences that
+      exercise it;
+    - `diff`: the diff corpus cases whose answers it governs;
+    - `defects`: the mock defects that must fail it (a test holds the mock's catalogue to it).
     """
 
     id: str
@@ -58,6 +139,13 @@ class Requirement:
     source: Source = Source.DOCUMENT
     expected_status: int | None = None
     evidence: str = ""
+    needs: tuple[str, ...] = ()
+    anchor: str | None = None
+    ground: str | None = None
+    fuzz: tuple[FuzzRule, ...] = ()
+    sequences: tuple[str, ...] = ()
+    diff: tuple[str, ...] = ()
+    defects: tuple[str, ...] = ()
 
 
 MUST = Level.MUST

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import MUST, Feature, Requirement
+from .model import MUST, Feature, Requirement, fuzz
 
 R = Feature.RENDER
 M = Feature.MULTIMODAL
@@ -15,6 +15,28 @@ REQUIREMENTS = [
         "--enable-scale-out registers it, with /render, /derender",
         "render and derender answer on a scale-out server",
         expected_status=200,
+        needs=("scale-out",),
+        anchor="render",
+        fuzz=(
+            fuzz(
+                130,
+                operations=(
+                    "renderCompletions",
+                    "renderChatCompletions",
+                    "derenderCompletions",
+                    "derenderChatCompletions",
+                ),
+            ),
+        ),
+        diff=(
+            "render-completions-text",
+            "render-completions-token-prompt",
+            "render-chat",
+            "derender-completions",
+            "derender-chat",
+            "derender-minimal",
+        ),
+        defects=("render-missing",),
     ),
     Requirement(
         "RENDER-002",
@@ -24,6 +46,9 @@ REQUIREMENTS = [
         "disaggregated serving",
         "a render result posts to generate unchanged, and its response derenders",
         expected_status=200,
+        needs=("render",),
+        sequences=("render-generate-derender",),
+        defects=("render-generate-mismatch",),
     ),
     Requirement(
         "RENDER-003",
@@ -33,6 +58,9 @@ REQUIREMENTS = [
         "responses which are already detokenized.",
         "derender refuses a text-mode response with a 400",
         expected_status=400,
+        needs=("render", "text-mode"),
+        diff=("derender-text-rejected",),
+        defects=("derender-accepts-text",),
     ),
     Requirement(
         "MM-001",
@@ -41,5 +69,8 @@ REQUIREMENTS = [
         "Multimodal input, mutually exclusive.",
         "features together with content_parts is a 400",
         expected_status=400,
+        needs=("generate",),
+        diff=("features-and-content-parts",),
+        defects=("features-content-parts-accepted",),
     ),
 ]

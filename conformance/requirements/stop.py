@@ -13,6 +13,13 @@ REQUIREMENTS = [
         F,
         "Stop token ID or string",
         "a matched stop_token_ids entry ends the choice: finish_reason stop, stop_reason the id",
+        needs=("generate",),
+        diff=("stop-token-ids-include", "stream-stop-token-ids-seeded"),
+        defects=(
+            "stop-reason-null",
+            "stop-token-ids-ignored",
+            "tokens-only-stop-token-ids-ignored",
+        ),
     ),
     Requirement(
         "STOP-002",
@@ -20,6 +27,9 @@ REQUIREMENTS = [
         F,
         "token_ids keeps every generated token",
         "the matched stop token stays in token_ids",
+        needs=("generate",),
+        diff=("stop-token-ids-include",),
+        defects=("stop-token-dropped",),
     ),
     Requirement(
         "STOP-003",
@@ -27,6 +37,8 @@ REQUIREMENTS = [
         F,
         "`null` on EOS, length and abort.",
         "stop_reason is null when EOS ended the choice",
+        needs=("generate",),
+        defects=("eos-stop-reason-set",),
     ),
     Requirement(
         "STOP-004",
@@ -34,6 +46,8 @@ REQUIREMENTS = [
         F,
         "`null` on EOS, length and abort.",
         "stop_reason is null when max_tokens ended the choice",
+        needs=("generate",),
+        defects=("length-stop-reason-set",),
     ),
     Requirement(
         "STOP-005",
@@ -41,6 +55,9 @@ REQUIREMENTS = [
         F,
         "`null` on EOS, length and abort.",
         "stop_reason is null on an aborted choice",
+        needs=("abort",),
+        diff=("abort-flow-stream",),
+        defects=("abort-stop-reason-set",),
     ),
     Requirement(
         "STOP-006",
@@ -48,6 +65,8 @@ REQUIREMENTS = [
         F,
         "A matched stop string is cut from text unless include_stop_str_in_output is set.",
         "a matched stop string is cut from text",
+        needs=("text-mode",),
+        defects=("stop-string-not-cut",),
     ),
     Requirement(
         "STOP-007",
@@ -55,6 +74,9 @@ REQUIREMENTS = [
         F,
         "A matched stop string is cut from text unless include_stop_str_in_output is set.",
         "include_stop_str_in_output keeps the stop string in text",
+        needs=("text-mode",),
+        diff=("text-stop-include",),
+        defects=("include-stop-str-ignored",),
     ),
     Requirement(
         "STOP-008",
@@ -63,6 +85,8 @@ REQUIREMENTS = [
         "token_ids keeps every generated token, so decoding token_ids yourself brings the stop "
         "string back.",
         "a stop string is not trimmed from token_ids",
+        needs=("text-mode",),
+        defects=("stop-string-trims-tokens",),
     ),
     Requirement(
         "STOP-009",
@@ -70,6 +94,8 @@ REQUIREMENTS = [
         F,
         "Stop token ID or string",
         "a matched stop string is the stop_reason",
+        needs=("text-mode",),
+        defects=("stop-reason-null",),
     ),
     Requirement(
         "STOP-010",
@@ -78,5 +104,8 @@ REQUIREMENTS = [
         "That covers text held back for stop string matching",
         "a streamed request with a stop string sends the held-back text: the deltas give the "
         "non-streamed text",
+        needs=("text-mode",),
+        diff=("text-stream-stop",),
+        defects=("stream-held-text-lost",),
     ),
 ]

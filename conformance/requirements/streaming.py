@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import MUST, SHOULD, Feature, Requirement, Source
+from .model import MUST, SHOULD, Feature, Requirement, Source, fuzz
 
 F = Feature.STREAMING
 
@@ -15,6 +15,14 @@ REQUIREMENTS = [
         "stream: true answers text/event-stream, one JSON chunk per event, each valid "
         "against GenerateStreamChunk",
         expected_status=200,
+        needs=("generate",),
+        ground="stream-events",
+        fuzz=(
+            fuzz(80, checks=("stream_well_framed",)),
+            fuzz(120, operations=("generate",), stream=True),
+        ),
+        diff=("stream",),
+        defects=("stream-bad-framing",),
     ),
     Requirement(
         "STREAM-002",
@@ -22,6 +30,11 @@ REQUIREMENTS = [
         F,
         "SSE chunks ending with `data: [DONE]`.",
         "the last event is data: [DONE]",
+        needs=("generate",),
+        ground="stream-done",
+        fuzz=(fuzz(80, checks=("stream_well_framed",)),),
+        diff=("stream",),
+        defects=("stream-no-done",),
     ),
     Requirement(
         "STREAM-003",
@@ -29,6 +42,9 @@ REQUIREMENTS = [
         F,
         "Stream chunks carry the same per-choice fields for the new tokens.",
         "deltas (token_ids, logprobs) concatenate to the non-streamed result of a seeded request",
+        needs=("generate",),
+        ground="deltas",
+        defects=("stream-cumulative-deltas",),
     ),
     Requirement(
         "STREAM-004",
@@ -37,6 +53,8 @@ REQUIREMENTS = [
         "A chunk is sent whenever the engine output carries new text or a finish_reason, even "
         "with no new token IDs.",
         "each choice's last chunk carries its finish_reason; no chunk is empty",
+        needs=("generate",),
+        defects=("stream-empty-chunk",),
     ),
     Requirement(
         "STREAM-005",
@@ -46,6 +64,8 @@ REQUIREMENTS = [
         "no finish_reason before a choice's last chunk",
         source=Source.VLLM,
         evidence="vllm-source-notes §4; captures *.sse",
+        needs=("generate",),
+        defects=("stream-finish-reason-early",),
     ),
     Requirement(
         "STREAM-006",
@@ -55,6 +75,9 @@ REQUIREMENTS = [
         "one choice per chunk",
         source=Source.VLLM,
         evidence="vllm-source-notes §4",
+        needs=("generate",),
+        diff=("stream-continuous-usage-n2", "stream-n2-logprobs-return-ids"),
+        defects=("stream-multi-choice-chunk",),
     ),
     Requirement(
         "STREAM-007",
@@ -65,6 +88,9 @@ REQUIREMENTS = [
         "include_usage gives a usage chunk whose counts match the stream",
         source=Source.VLLM,
         evidence="vllm-source-notes §4; test_stream_include_usage",
+        needs=("generate",),
+        diff=("stream-include-usage", "stream-continuous-usage-n2"),
+        defects=("stream-no-usage-chunk",),
     ),
     Requirement(
         "STREAM-008",
@@ -76,6 +102,9 @@ REQUIREMENTS = [
         source=Source.VLLM,
         expected_status=200,
         evidence="vllm-cpu.md 'More behaviour'; captures stream_error_*",
+        needs=("generate",),
+        diff=("stream-logprobs-21", "stream-dp-rank-5"),
+        defects=("stream-error-as-http",),
     ),
     Requirement(
         "STREAM-009",
@@ -86,6 +115,9 @@ REQUIREMENTS = [
         source=Source.VLLM,
         expected_status=400,
         evidence="vllm-cpu.md 'More behaviour'",
+        needs=("generate",),
+        diff=("stream-empty-token-ids",),
+        defects=("stream-schema-error-200",),
     ),
     Requirement(
         "SCHEMA-STREAM-001",
@@ -93,5 +125,32 @@ REQUIREMENTS = [
         F,
         "Stream chunks carry the same per-choice fields for the new tokens.",
         "every stream event is valid against the spec's GenerateStreamPayload",
+        needs=("generate",),
+        fuzz=(
+            fuzz(
+                50, checks=("response_schema_conformance",), operations=("generate",), stream=True
+            ),
+            fuzz(60, checks=("stream_chunks_valid",)),
+        ),
+        defects=(
+            "request-id-no-prefix",
+            "output-mode-wrong-echo",
+            "tokens-mode-text",
+            "token-ids-as-strings",
+            "length-stop-reason-set",
+            "abort-stop-reason-set",
+            "logprobs-legacy-token-id",
+            "tokens-logprobs-with-token",
+            "stream-weight-versions-every-chunk",
+            "stream-finish-reason-early",
+            "stream-multi-choice-chunk",
+            "stream-chunk-no-output-mode",
+            "stream-no-final-weight-versions",
+            "text-no-bytes",
+            "text-logprobs-tokens-shape",
+            "text-missing",
+            "weight-versions-missing",
+            "schema-index-string",
+        ),
     ),
 ]

@@ -13,6 +13,11 @@ REQUIREMENTS = [
         F,
         "`text` on every choice and decoded tokens with `bytes` in `logprobs`",
         "text mode puts text on every choice",
+        needs=("text-mode",),
+        anchor="text-mode",
+        ground="text-present",
+        diff=("text",),
+        defects=("text-missing",),
     ),
     Requirement(
         "TEXT-002",
@@ -20,6 +25,9 @@ REQUIREMENTS = [
         F,
         "decoded tokens with `bytes` in `logprobs`",
         "text-mode logprob entries carry bytes",
+        needs=("text-mode",),
+        diff=("text-logprobs-2",),
+        defects=("text-no-bytes",),
     ),
     Requirement(
         "TEXT-003",
@@ -28,6 +36,9 @@ REQUIREMENTS = [
         'With output_mode: "text", they are ChatCompletionLogProbs carrying the decoded token '
         "strings and their UTF-8 bytes for the sampled token and every entry in top_logprobs",
         "text-mode logprobs are ChatCompletionLogProbs: token and its UTF-8 bytes everywhere",
+        needs=("text-mode",),
+        diff=("text-logprobs-2",),
+        defects=("text-logprobs-tokens-shape",),
     ),
     Requirement(
         "TEXT-004",
@@ -35,6 +46,8 @@ REQUIREMENTS = [
         F,
         "text returns text and token IDs in a single call",
         "text mode returns the same token_ids as tokens mode for a seeded request",
+        needs=("text-mode",),
+        defects=("text-mode-other-tokens",),
     ),
     Requirement(
         "TEXT-005",
@@ -42,6 +55,9 @@ REQUIREMENTS = [
         F,
         "Every response and every stream chunk echoes output_mode.",
         "every non-streamed response carries output_mode",
+        needs=("generate",),
+        anchor="output-mode-echo",
+        defects=("output-mode-not-echoed",),
     ),
     Requirement(
         "TEXT-006",
@@ -49,6 +65,8 @@ REQUIREMENTS = [
         F,
         "Every response and every stream chunk echoes output_mode.",
         "every stream chunk carries output_mode",
+        needs=("generate",),
+        defects=("output-mode-not-echoed", "stream-chunk-no-output-mode"),
     ),
     Requirement(
         "TEXT-007",
@@ -56,6 +74,9 @@ REQUIREMENTS = [
         F,
         "check that the output_mode in the response matches the one you sent.",
         "the echoed output_mode is the one sent",
+        needs=("text-mode",),
+        diff=("output-mode-tokens",),
+        defects=("output-mode-wrong-echo",),
     ),
     Requirement(
         "TEXT-008",
@@ -64,6 +85,9 @@ REQUIREMENTS = [
         "so skip_special_tokens, spaces_between_special_tokens, stop and "
         "include_stop_str_in_output behave as they do on /v1/completions.",
         "skip_special_tokens removes special tokens from text",
+        needs=("text-mode",),
+        diff=("text-skip-special-false",),
+        defects=("skip-special-ignored",),
     ),
     Requirement(
         "TEXT-009",
@@ -71,6 +95,10 @@ REQUIREMENTS = [
         F,
         "With stream: true, each choice's text is the delta since the previous chunk.",
         "streamed text deltas concatenate to the non-streamed text",
+        needs=("text-mode",),
+        ground="text-deltas",
+        diff=("text-stream-n2-usage-logprobs",),
+        defects=("stream-text-cumulative",),
     ),
     Requirement(
         "TEXT-010",
@@ -79,6 +107,9 @@ REQUIREMENTS = [
         'output_mode: "text" with sampling_params.detokenize: false.',
         "text mode with detokenize false is a 400",
         expected_status=400,
+        needs=("generate",),
+        diff=("text-detokenize-false",),
+        defects=("text-detokenize-false-accepted",),
     ),
     Requirement(
         "TEXT-011",
@@ -87,5 +118,7 @@ REQUIREMENTS = [
         "a server started with --return-tokens-as-token-ids returns token_id:N placeholders "
         "there instead, as /v1/completions does.",
         "token_id:N placeholders, when sent, name the sampled token ids",
+        needs=("text-mode",),
+        defects=("placeholder-wrong-id",),
     ),
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import MUST, Feature, Requirement
+from .model import MUST, Feature, Requirement, fuzz
 
 F = Feature.WEIGHT_VERSIONS
 
@@ -13,6 +13,9 @@ REQUIREMENTS = [
         F,
         "The final output of every choice carries weight_versions",
         "every non-streamed choice carries a weight_versions list",
+        needs=("generate",),
+        ground="weight-lists",
+        defects=("weight-versions-missing",),
     ),
     Requirement(
         "WV-002",
@@ -21,6 +24,10 @@ REQUIREMENTS = [
         "Ranges are half-open over output-token indexes (prompt excluded), contiguous and in "
         "generation order",
         "spans start at 0, are contiguous and non-empty, and end at len(token_ids)",
+        needs=("generate",),
+        ground="spans-cover",
+        sequences=("label-then-generate",),
+        defects=("weight-versions-gap",),
     ),
     Requirement(
         "WV-003",
@@ -29,6 +36,9 @@ REQUIREMENTS = [
         "With stream: true, only the last chunk of each choice carries the list, including the "
         "last chunk after an abort.",
         "each choice's last chunk carries the list, also after an abort",
+        needs=("generate",),
+        ground="stream-lists",
+        defects=("stream-no-final-weight-versions",),
     ),
     Requirement(
         "WV-004",
@@ -36,6 +46,8 @@ REQUIREMENTS = [
         F,
         "Its offsets cover the whole output.",
         "the streamed list covers every streamed token of the choice",
+        needs=("generate",),
+        defects=("stream-weight-versions-short",),
     ),
     Requirement(
         "WV-005",
@@ -43,6 +55,8 @@ REQUIREMENTS = [
         F,
         "Earlier chunks carry null or omit the field.",
         "no list before a choice's last chunk",
+        needs=("generate",),
+        defects=("stream-weight-versions-every-chunk",),
     ),
     Requirement(
         "WV-006",
@@ -50,6 +64,8 @@ REQUIREMENTS = [
         F,
         "An output with no tokens, such as a request aborted before its first token, gets [].",
         "a zero-token output gets []",
+        needs=("generate",),
+        defects=("weight-versions-empty-nonempty",),
     ),
     Requirement(
         "WV-007",
@@ -57,6 +73,12 @@ REQUIREMENTS = [
         F,
         "The labels are the ones you set with /update_weight_version or /finish_weight_update",
         "a label set with /update_weight_version labels the next requests",
+        needs=("weight-labels",),
+        anchor="weight-labels",
+        ground="label-applied",
+        fuzz=(fuzz(130, operations=("updateWeightVersion", "finishWeightUpdate")),),
+        sequences=("label-then-generate",),
+        defects=("weight-versions-not-reset",),
     ),
     Requirement(
         "WV-008",
@@ -64,6 +86,9 @@ REQUIREMENTS = [
         F,
         'the label is "default" until you set one.',
         'the label is "default" (or the one /weight_info reports)',
+        needs=("generate",),
+        fuzz=(fuzz(130, operations=("weightInfo",)),),
+        defects=("weight-label-not-default",),
     ),
     Requirement(
         "WV-009",
@@ -71,5 +96,7 @@ REQUIREMENTS = [
         F,
         "so a request that crossed one weight update gets two",
         "a label change during a request splits its spans there",
+        needs=("weight-labels",),
+        defects=("weight-update-no-split",),
     ),
 ]
