@@ -14,7 +14,7 @@ from typing import Any
 
 from jsonschema import ValidationError
 
-from openapi import schema_validator
+from openapi import SPEC_URI, schema_validator
 
 from .http import Reply, ServerBroke, Stream
 from .outputs import lean
@@ -113,23 +113,86 @@ def _compact(instance: Any) -> Any:
     return [_compact(v) for v in instance]
 
 
-def schema_problems(schema: str, instance: Any, limit: int = 3) -> list[str]:
+@dataclass(frozen=True)
+class Leaf:
+    """One place a body departs from its schema: what to report, and the keys that name it
+    (the path's, and a missing or unexpected property's)."""
+
+    text: str
+    keys: frozenset[str]
+
+
+def schema_leaves(schema: str, instance: Any, limit: int = 3) -> list[Leaf]:
     """Where `instance` departs from `schema`: the deepest path, what was expected, what came."""
-    found: list[str] = []
+    found: list[Leaf] = []
     instance = _compact(instance)
-    for error in sorted(schema_validator(schema).iter_errors(instance), key=lambda e: e.path):
+    validator = schema_validator(schema)
+    for error in sorted(validator.iter_errors(instance), key=lambda e: e.path):
         leaf = _deepest(error)
         where = "/" + "/".join(str(p) for p in leaf.absolute_path)
         if leaf.validator in ("type", "enum", "const", "pattern", "minimum", "maximum"):
             text = f"expected {leaf.validator} {leaf.validator_value!r}, got {leaf.instance!r:.80}"
         else:
             text = leaf.message[:200]
-        problem = f"at {where}: {text}"
-        if problem not in found:
+        keys = {str(p) for p in leaf.absolute_path} | _deciding(validator, leaf)
+        if leaf.validator is None:  # a `false` property schema: the key(s) holding the value
+            parent = _at(instance, leaf.absolute_path)
+            if isinstance(parent, dict):
+                keys |= {str(k) for k, v in parent.items() if v is leaf.instance}
+        if isinstance(leaf.instance, dict) and leaf.validator == "required":
+            keys |= {str(k) for k in leaf.validator_value if k not in leaf.instance}
+        if isinstance(leaf.instance, dict) and leaf.validator == "additionalProperties":
+            known = leaf.schema.get("properties", {}) if isinstance(leaf.schema, dict) else {}
+            keys |= {str(k) for k in leaf.instance if k not in known}
+        problem = Leaf(f"at {where}: {text}", frozenset(keys))
+        if problem.text not in (f.text for f in found):
             found.append(problem)
         if len(found) >= limit:
             break
     return found
+
+
+def _at(instance: Any, path: Any) -> Any:
+    """The value at a JSON path, or the last container reached (the parent of a `false`'s
+    value: the schema error's own path stops at the parent)."""
+    for part in path:
+        if isinstance(instance, dict | list):
+            try:
+                instance = instance[part]
+            except (KeyError, IndexError, TypeError):
+                return instance
+    return instance
+
+
+def _deciding(validator: Any, leaf: ValidationError) -> set[str]:
+    """The keys whose values chose the rule the leaf broke: an `if`'s (a final chunk's rules
+    hold because of its finish_reason) and a discriminator's (a text-mode body's rules,
+    because of its output_mode). A wrong value there shows up as a broken rule elsewhere."""
+    found: set[str] = set()
+    node: Any = validator.schema
+    for part in leaf.absolute_schema_path:
+        while isinstance(node, dict) and "$ref" in node and part not in node:
+            ref = str(node["$ref"])
+            ref = SPEC_URI + ref if ref.startswith("#") else ref
+            try:
+                node = validator._resolver.lookup(ref).contents
+            except Exception:  # an unresolvable reference: what was found so far stands
+                return found
+        if isinstance(node, dict) and part in ("then", "else") and isinstance(node.get("if"), dict):
+            cond = node["if"]
+            found |= set(cond.get("properties", {})) | set(cond.get("required", []))
+        if isinstance(node, dict) and isinstance(node.get("discriminator"), dict):
+            found.add(str(node["discriminator"].get("propertyName")))
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            break
+    return found
+
+
+def schema_problems(schema: str, instance: Any, limit: int = 3) -> list[str]:
+    """`schema_leaves`, as the lines a report shows."""
+    return [leaf.text for leaf in schema_leaves(schema, instance, limit)]
 
 
 def validate(schema: str, instance: Any, what: str) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from . import api
 from .assemble import report_from
 from .foundations import builds_on, implied
 from .http import ServerBroke
@@ -16,6 +17,9 @@ from .registry import needs_of, requirements_of, runs_last
 from .requirements import by_id
 from .results import CheckResult, SkipKind, Status
 from .session import BLOCKED_PREFIX, LIMIT_PREFIX, Session, SuiteConfig
+
+SCHEMA_OWNERS = {"GenerateResponse": "SCHEMA-GEN-001", "GenerateStreamPayload": "SCHEMA-STREAM-001"}
+"""The requirement that judges every received body of each schema (`checks/test_schema.py`)."""
 
 
 class Collector:
@@ -95,6 +99,7 @@ class Collector:
             self.open()  # plugin mode opens lazily; a probe error is this check's error
         if self.session is not None:
             self.session.client.log.clear()
+            self.session.recent.clear()
             if self.session.overdue:
                 raise RuntimeError(
                     f"run deadline of {self.config.deadline_s:g} s exceeded before this check"
@@ -113,6 +118,34 @@ class Collector:
         report = outcome.get_result()
         if report.when == "call" or (report.when == "setup" and not report.passed):
             self._record(item, call, report)
+
+    def _malformed_ground(self, ids: tuple[str, ...]) -> str | None:
+        """When a failed check read an answer that breaks the spec's schema outside the fields
+        its own requirements govern (`Requirement.fields`), the answer's form is what is wrong,
+        and the SCHEMA-* requirement that judges every body fails for it at the leaf. The check
+        is blocked naming it, not failed: one malformed field fails the requirements about it,
+        not each check that tripped on it. (Not where SCHEMA-* is not in the run, and never for
+        the SCHEMA-* checks themselves.)"""
+        s = self.session
+        if s is None or set(ids) & set(SCHEMA_OWNERS.values()):
+            return None
+        own = {f for rid in ids for f in by_id()[rid].fields}
+        for schema, what, body in s.recent:
+            owner = SCHEMA_OWNERS.get(schema)
+            if (
+                owner is None
+                or owner in ids
+                or (s.selected is not None and owner not in s.selected)
+            ):
+                continue
+            leaves = api.schema_leaves(schema, body, limit=5)
+            if any(leaf.keys & own for leaf in leaves):
+                return None  # malformed where the check's own requirement speaks: it fails
+            if leaves:
+                s.malformed.append((schema, what, body))  # judged there, whatever the cap
+                where = f"{what}: {leaves[0].text}"
+                return f"{BLOCKED_PREFIX} it read a malformed answer, {where} ({owner})"
+        return None
 
     def _record(self, item: pytest.Item, call: pytest.CallInfo[None], report: Any) -> None:
         ids = requirements_of(getattr(item, "function", None))
@@ -135,6 +168,17 @@ class Collector:
             self.outcomes.append((ids, skipped))
             return
         excinfo = call.excinfo
+        ground = self._malformed_ground(ids) if report.when == "call" else None
+        if ground is not None:
+            self.outcomes.append(
+                (
+                    ids,
+                    CheckResult(
+                        name, Status.SKIP, ground, duration_s=took, skip_kind=SkipKind.BLOCKED
+                    ),
+                )
+            )
+            return
         failure = excinfo is not None and (
             (
                 report.when == "call"

@@ -96,6 +96,7 @@ class Shard:
 
     outcomes: list[tuple[tuple[str, ...], CheckResult]] = field(default_factory=list)
     observed: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
+    malformed: list[tuple[str, str, Any]] = field(default_factory=list)
     error: str = ""
 
 
@@ -115,7 +116,7 @@ def run_module(
         error = checks_session(args, [collector])
     finally:
         session.close()
-    return Shard(collector.outcomes, session.observed, error)
+    return Shard(collector.outcomes, session.observed, session.malformed, error)
 
 
 def checks_session(args: list[str], plugins: list[Any]) -> str:
@@ -184,6 +185,7 @@ def merge(
         for schema, bodies in shard.observed.items():
             for what, body in bodies:
                 session.observe(schema, what, body)
+        session.malformed += shard.malformed  # a check was blocked on them: judged, always
         if shard.error:
             errors.append(shard.error)
     return outcomes, "\n".join(errors)

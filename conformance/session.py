@@ -61,6 +61,10 @@ class Session:
     selected: frozenset[str] | None = None  # the requirements this run decides (None: all)
     # schema name -> (what, body): every body the checks received, for the SCHEMA-* checks
     observed: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
+    # what the running check received (schema, what, body): the collector reads it when the
+    # check fails, to tell a malformed answer (SCHEMA-*'s) from the check's own requirement
+    recent: list[tuple[str, str, Any]] = field(default_factory=list)
+    malformed: list[tuple[str, str, Any]] = field(default_factory=list)
 
     @classmethod
     def open(cls, config: SuiteConfig) -> Session:
@@ -89,10 +93,20 @@ class Session:
         self.client.close()
 
     def observe(self, schema: str, what: str, body: Any) -> None:
-        """Keep a received body (bounded) for the requirement that judges whole bodies."""
+        """Keep a received body (bounded) for the requirement that judges whole bodies, and as
+        what the running check read (`recent`)."""
         kept = self.observed.setdefault(schema, [])
         if len(kept) < 2000:
             kept.append((what, body))
+        if len(self.recent) < 500:
+            self.recent.append((schema, what, body))
+
+    def judged(self, schema: str) -> list[tuple[str, Any]]:
+        """Every body of `schema` to judge: those kept, and any a blocked check read."""
+        kept = self.observed.get(schema, [])
+        held = {id(body) for _, body in kept}
+        extra = [(w, b) for sch, w, b in self.malformed if sch == schema and id(b) not in held]
+        return kept + extra
 
     def rid(self, tag: str) -> str:
         """A request id unique to this run, so runs against one server never collide."""
@@ -182,17 +196,20 @@ class Session:
             )
 
     def remember(self, key: str, factory: Callable[[], T]) -> T:
-        """Compute a shared exchange once per run (several checks judge the same answer)."""
+        """Compute a shared exchange once per run (several checks judge the same answer). A
+        check served from the cache is shown the exchanges and bodies it stands on, as if it
+        had received them itself."""
         if key not in self._cache:
-            before = len(self.client.log)
+            before, seen = len(self.client.log), len(self.recent)
             try:
                 outcome: tuple[Any, BaseException | None] = (factory(), None)
             except (Exception, pytest.skip.Exception) as exc:  # every check sharing it sees it
                 outcome = (None, exc)
-            self._cache[key] = (outcome, self.client.log[before:])
+            self._cache[key] = (outcome, self.client.log[before:], self.recent[seen:])
         else:
             self.client.log.extend(self._cache[key][1])
-        (value, error), _ = self._cache[key]
+            self.recent.extend(self._cache[key][2])
+        (value, error), _, _ = self._cache[key]
         if error is not None:
             raise error
         result: T = value

@@ -7,11 +7,14 @@ an error must be read in the branch the body comes closest to. The bodies are an
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 
+from conformance import api
 from conformance.api import schema_problems
+from openapi import load_spec
 
 LEGACY = {"token": "token_id:11", "logprob": -7.01, "bytes": None}
 OLD_CHUNK = {  # vLLM 0.31.0: a chunk of a stream with logprobs 1 (live run, tiny model)
@@ -74,3 +77,19 @@ def test_an_error_event_is_reported_at_its_error() -> None:
     event = {"error": {"message": "boom", "type": "InternalServerError", "code": "500"}}
     problems = schema_problems("GenerateStreamPayload", event)
     assert problems and problems[0].startswith("at /error/code"), problems
+
+
+def test_a_leaf_names_its_keys_and_what_decided_its_rule() -> None:
+    """The keys a leaf is about: its path, a `false` property's key, and the values that chose
+    the rule it broke (a final choice's finish_reason; the body's output_mode)."""
+    spec = load_spec()["components"]["schemas"]
+    body = copy.deepcopy(spec["GenerateTokensResponse"]["examples"][0])
+    choice = body["choices"][0]
+    choice["text"] = "hello"  # tokens mode carries no text: a `false` property
+    (leaf,) = api.schema_leaves("GenerateResponse", body)
+    assert {"choices", "0", "text", "output_mode"} <= leaf.keys
+    choice.pop("text")
+    choice["finish_reason"], choice["stop_reason"] = "length", 5  # null on length: an `if`'s
+    (leaf,) = api.schema_leaves("GenerateResponse", body)
+    assert {"stop_reason", "finish_reason"} <= leaf.keys
+    assert leaf.text.startswith("at /choices/0/stop_reason:")

@@ -20,7 +20,7 @@ SHOWN = 5
 
 
 def _judge(s: Session, schema: str) -> None:
-    bodies = s.observed.get(schema, [])
+    bodies = s.judged(schema)
     problems: list[str] = []
     bad = 0
     for what, body in bodies:

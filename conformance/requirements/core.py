@@ -28,6 +28,7 @@ REQUIREMENTS = [
         "a tokens-mode response carries no text",
         needs=("generate",),
         defects=("tokens-mode-text",),
+        fields=("text",),
     ),
     Requirement(
         "GEN-003",
@@ -178,6 +179,7 @@ REQUIREMENTS = [
         "every choice carries token_ids, non-negative integers, no more than max_tokens",
         needs=("generate",),
         defects=("max-tokens-overrun", "token-ids-as-strings"),
+        fields=("token_ids",),
     ),
     Requirement(
         "GEN-RESP-002",
@@ -188,6 +190,7 @@ REQUIREMENTS = [
         needs=("generate",),
         ground="finish-reasons",
         defects=("finish-reason-null",),
+        fields=("finish_reason",),
     ),
     Requirement(
         "GEN-RESP-003",
@@ -209,6 +212,7 @@ REQUIREMENTS = [
         fuzz=(fuzz(70, checks=("request_id_prefix",)),),
         diff=("request-id-body",),
         defects=("request-id-no-prefix",),
+        fields=("request_id",),
     ),
     Requirement(
         "GEN-RESP-005",

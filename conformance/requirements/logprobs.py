@@ -15,6 +15,7 @@ REQUIREMENTS = [
         "tokens-mode logprob token_id is an integer",
         needs=("generate",),
         defects=("logprobs-legacy-token-id",),
+        fields=("token_id",),
     ),
     Requirement(
         "LOGP-002",
@@ -55,6 +56,7 @@ REQUIREMENTS = [
         "tokens-mode entries have token_id and rank and no token or bytes",
         needs=("generate",),
         defects=("tokens-logprobs-with-token",),
+        fields=("token_id", "rank", "token", "bytes"),
     ),
     Requirement(
         "LOGP-006",

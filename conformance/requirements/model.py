@@ -128,7 +128,10 @@ class Requirement:
     - `fuzz`: the fuzz findings filed under it; `sequences`: the stateful fuzz sequences that
       exercise it;
     - `diff`: the diff corpus cases whose answers it governs;
-    - `defects`: the mock defects that must fail it (a test holds the mock's catalogue to it).
+    - `defects`: the mock defects that must fail it (a test holds the mock's catalogue to it);
+    - `fields`: the answer fields whose form it governs beside the SCHEMA-* requirements. A
+      check that fails on an answer malformed elsewhere is blocked naming SCHEMA-* (the form
+      is that requirement's); malformed in one of these fields, it fails as well.
     """
 
     id: str
@@ -146,6 +149,7 @@ class Requirement:
     sequences: tuple[str, ...] = ()
     diff: tuple[str, ...] = ()
     defects: tuple[str, ...] = ()
+    fields: tuple[str, ...] = ()
 
 
 MUST = Level.MUST

@@ -48,6 +48,7 @@ REQUIREMENTS = [
         "stop_reason is null when max_tokens ended the choice",
         needs=("generate",),
         defects=("length-stop-reason-set",),
+        fields=("stop_reason",),
     ),
     Requirement(
         "STOP-005",
@@ -58,6 +59,7 @@ REQUIREMENTS = [
         needs=("abort",),
         diff=("abort-flow-stream",),
         defects=("abort-stop-reason-set",),
+        fields=("stop_reason",),
     ),
     Requirement(
         "STOP-006",

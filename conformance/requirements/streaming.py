@@ -66,6 +66,7 @@ REQUIREMENTS = [
         evidence="vllm-source-notes §4; captures *.sse",
         needs=("generate",),
         defects=("stream-finish-reason-early",),
+        fields=("finish_reason",),
     ),
     Requirement(
         "STREAM-006",
@@ -78,6 +79,7 @@ REQUIREMENTS = [
         needs=("generate",),
         diff=("stream-continuous-usage-n2", "stream-n2-logprobs-return-ids"),
         defects=("stream-multi-choice-chunk",),
+        fields=("choices",),
     ),
     Requirement(
         "STREAM-007",

@@ -18,6 +18,7 @@ REQUIREMENTS = [
         ground="text-present",
         diff=("text",),
         defects=("text-missing",),
+        fields=("text",),
     ),
     Requirement(
         "TEXT-002",
@@ -28,6 +29,7 @@ REQUIREMENTS = [
         needs=("text-mode",),
         diff=("text-logprobs-2",),
         defects=("text-no-bytes",),
+        fields=("bytes",),
     ),
     Requirement(
         "TEXT-003",
@@ -39,6 +41,7 @@ REQUIREMENTS = [
         needs=("text-mode",),
         diff=("text-logprobs-2",),
         defects=("text-logprobs-tokens-shape",),
+        fields=("logprobs",),
     ),
     Requirement(
         "TEXT-004",
@@ -67,6 +70,7 @@ REQUIREMENTS = [
         "every stream chunk carries output_mode",
         needs=("generate",),
         defects=("output-mode-not-echoed", "stream-chunk-no-output-mode"),
+        fields=("output_mode",),
     ),
     Requirement(
         "TEXT-007",
@@ -77,6 +81,7 @@ REQUIREMENTS = [
         needs=("text-mode",),
         diff=("output-mode-tokens",),
         defects=("output-mode-wrong-echo",),
+        fields=("output_mode",),
     ),
     Requirement(
         "TEXT-008",

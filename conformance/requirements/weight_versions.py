@@ -16,6 +16,7 @@ REQUIREMENTS = [
         needs=("generate",),
         ground="weight-lists",
         defects=("weight-versions-missing",),
+        fields=("weight_versions",),
     ),
     Requirement(
         "WV-002",
@@ -39,6 +40,7 @@ REQUIREMENTS = [
         needs=("generate",),
         ground="stream-lists",
         defects=("stream-no-final-weight-versions",),
+        fields=("weight_versions",),
     ),
     Requirement(
         "WV-004",
@@ -57,6 +59,7 @@ REQUIREMENTS = [
         "no list before a choice's last chunk",
         needs=("generate",),
         defects=("stream-weight-versions-every-chunk",),
+        fields=("weight_versions",),
     ),
     Requirement(
         "WV-006",

@@ -1,0 +1,57 @@
+"""A malformed answer fails the requirement about its form, not each check that read it.
+
+A check that fails after reading an answer that breaks the spec's schema outside the fields its
+own requirement governs is blocked naming SCHEMA-GEN-001 / SCHEMA-STREAM-001, which judge every
+body the run received and report the leaf. Shown with faults the kit did not write (the
+generated catalogue, applied by the fault proxy in front of a correct mock).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from benchmarks.fault_catalogue import generate_faults
+from benchmarks.fault_proxy import proxied
+from conformance.embedded import QUICK, embedded_mock
+from conformance.results import Report, SkipKind, Status
+from conformance.runner import run
+
+FAULTS = {f.name: f for f in generate_faults()}
+
+
+def _run(fault: str, requirement_ids: set[str]) -> Report:
+    with (
+        embedded_mock("scale-out", (), (), **QUICK) as (_, config),
+        proxied(config.base_url, FAULTS[fault]) as (url, _app),
+    ):
+        return run(replace(config, base_url=url, requirement_ids=frozenset(requirement_ids)))
+
+
+def test_a_check_that_read_a_malformed_chunk_is_blocked_on_its_form() -> None:
+    report = _run(
+        "stream.chunk.choices[].token_ids[]:wrong-type", {"STREAM-003", "SCHEMA-STREAM-001"}
+    )
+    form = report.result("SCHEMA-STREAM-001")
+    assert form.status is Status.FAIL
+    assert "/choices/0/token_ids/" in form.reason  # at the leaf
+    deltas = report.result("STREAM-003")
+    assert deltas.status is Status.SKIP, deltas.reason
+    assert all(c.skip_kind is SkipKind.BLOCKED for c in deltas.checks)
+    assert "(SCHEMA-STREAM-001)" in deltas.reason
+
+
+def test_without_the_form_requirement_in_the_run_the_check_fails() -> None:
+    """Blocking names a requirement the run decides; never a skip that hides the fault."""
+    report = _run("stream.chunk.choices[].token_ids[]:wrong-type", {"STREAM-003"})
+    assert report.result("STREAM-003").status is Status.FAIL
+
+
+@pytest.mark.parametrize("fault", ["generate.choices[].finish_reason:null"])
+def test_a_requirement_about_the_field_still_fails(fault: str) -> None:
+    """GEN-RESP-002 governs finish_reason: malformed there, it fails beside SCHEMA-GEN-001."""
+    report = _run(fault, {"GEN-RESP-002", "SCHEMA-GEN-001", "GEN-RESP-003"})
+    assert report.result("SCHEMA-GEN-001").status is Status.FAIL
+    assert report.result("GEN-RESP-002").status is Status.FAIL
+    assert report.result("GEN-RESP-003").status is Status.PASS  # usage is well formed
