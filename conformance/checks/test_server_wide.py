@@ -14,7 +14,7 @@ import pytest
 
 from conformance import api
 from conformance.checks.test_abort import aborted_stream, judge_abort_landed
-from conformance.in_flight import Inconclusive, ran_past, sizes
+from conformance.in_flight import Inconclusive, payload, plans, ran_past
 from conformance.registry import checks
 from conformance.semantics import fail
 from conformance.session import Session
@@ -66,12 +66,15 @@ def test_disconnect_aborts(tito: Session) -> None:
     """Disconnect after the first token of a stream sized to the server's pace; the stats say
     whether the server aborted it. One that finished anyway ignored the disconnect only if it
     ran on past it (the suite's overlap rule, `in_flight.ran_past`): a server that emits its
-    whole context before the client can hang up is retried longer, then inconclusive."""
+    whole context before the client can hang up is retried longer (`in_flight.plans`: more
+    sequences where the context caps the tokens; never queued, a hang-up is judged running),
+    then inconclusive."""
     itl, tried = tito.limits.itl_s or 0.0, []
-    for max_tokens in sizes(tito):
+    for number, plan in enumerate(plans(tito, queue=False)):
+        max_tokens = plan.max_tokens
         before = _stats(tito)
         started = time.monotonic()
-        body = api.body(max_tokens, ignore_eos=True, top={"stream": True})
+        body = payload(plan, True, tito.rid(f"disconnect-{number}"))
         with tito.client.stream(api.GENERATE, body) as st:
             api.read_stream(st, stop_after_tokens=1, s=tito)
             first = time.monotonic() - started
@@ -87,14 +90,14 @@ def test_disconnect_aborts(tito: Session) -> None:
                 if ran_past(max_tokens, itl, first, gone, gone, ended):
                     fail(
                         f"a client disconnected after the first token ({gone * 1000:.0f} ms) "
-                        f"but the request of {max_tokens} tokens ran to its end "
+                        f"but the request of {plan.describe()} ran to its end "
                         f"({ended * 1000:.0f} ms): stats {after}"
                     )
                 break
             time.sleep(0.02)
         else:
             fail(f"a client disconnected mid-stream but the request was not aborted: stats {after}")
-        tried.append(f"{max_tokens} tokens ended {_ended(after) - _ended(before)} request(s)")
+        tried.append(f"{plan.describe()} ended {_ended(after) - _ended(before)} sequence(s)")
     raise Inconclusive(
         "disconnecting a stream: every request finished before the client could hang up "
         f"(pace: {tito.limits.describe()}); tries: " + " | ".join(tried)

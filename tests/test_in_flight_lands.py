@@ -1,0 +1,60 @@
+"""Issue 19, item 4: an abort lands on every correct server, fast or slow, small context or
+large. A mock without latency and with a 64-token context emits a whole request before any
+abort can reach it; the suite then holds its request longer (more sequences, and where the
+server's max_num_seqs is small, a wait in its queue behind others) rather than give up: the
+abort checks pass there, and an ignored abort is still caught."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from conformance.embedded import QUICK, embedded_mock
+from conformance.in_flight import HEAVY_N, Plan, plans_for
+from conformance.limits import Limits
+from conformance.results import Report, Status
+from conformance.runner import run
+
+ABORTS = ("ABORT-002", "ABORT-003", "STOP-005", "WV-003", "WV-004")
+FAST_SMALL = ("--mock-itl-ms", "0", "--mock-ttft-ms", "0", "--max-model-len", "64")
+ONE_SEQ = (*FAST_SMALL, "--max-num-seqs", "1")
+
+
+def run_aborts(flags: tuple[str, ...], defects: tuple[str, ...] = ()) -> Report:
+    with embedded_mock("scale-out", flags, defects, **QUICK) as (_, config):
+        return run(replace(config, requirement_ids=frozenset(ABORTS)))
+
+
+@pytest.mark.parametrize("flags", [FAST_SMALL, ONE_SEQ], ids=["256-seqs", "1-seq"])
+def test_aborts_land_on_a_fast_small_server(flags: tuple[str, ...]) -> None:
+    report = run_aborts(flags)
+    for rid in ABORTS:
+        result = report.result(rid)
+        assert result.status is Status.PASS, f"{rid}: {result.status} {result.reason}"
+
+
+def test_an_ignored_abort_fails_on_a_fast_small_server() -> None:
+    report = run_aborts(FAST_SMALL, ("abort-ignored",))
+    for rid in ("ABORT-002", "ABORT-003"):
+        result = report.result(rid)
+        assert result.status is Status.FAIL, f"{rid}: {result.status} {result.reason}"
+
+
+def test_an_ignored_abort_never_passes_with_one_slot() -> None:
+    """With one running slot the queue a client can build on this mock is shorter than the
+    margin that proves an abort ignored: inconclusive is allowed, a pass is not."""
+    report = run_aborts(ONE_SEQ, ("abort-ignored",))
+    for rid in ("ABORT-002", "ABORT-003"):
+        assert report.result(rid).status in (Status.FAIL, Status.ERROR), rid
+
+
+def test_the_plans_hold_a_request_only_where_the_context_caps_it() -> None:
+    paced = Limits(max_model_len=4096, ttft_s=0.05, itl_s=0.005)
+    assert all(p == Plan(p.max_tokens) for p in plans_for(paced, 4))
+    fast = Limits(max_model_len=64, max_n=1, max_logprobs=20, ttft_s=0.001, itl_s=0.00001)
+    held = plans_for(fast, 4)
+    assert held[0] == Plan(60) and any(p.blockers for p in held)
+    assert not any(p.blockers for p in plans_for(fast, 4, queue=False))
+    unknown = Limits(max_model_len=64, ttft_s=0.001, itl_s=0.00001)
+    assert max(p.n for p in plans_for(unknown, 4)) == HEAVY_N
