@@ -29,7 +29,7 @@ class AbortEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         cfg = self.state.config
-        if not cfg.scale_out and not cfg.has_defect("disabled-abort-open"):
+        if not cfg.scale_out and not cfg.policies.gate.disabled_abort_open:
             await send_disabled(send, cfg)
             return
         try:
@@ -43,16 +43,16 @@ class AbortEndpoint:
                 # real vLLM answers 500 here (AttributeError); the mock refuses bad input cleanly
                 raise http_error(400, "Request body must be a JSON object")
             ids = body.get("request_ids")
-            if ids is None and not cfg.has_defect("abort-missing-ids-200"):
+            if ids is None and cfg.policies.admit.abort_ids_required:
                 raise http_error(400, "Missing 'request_ids' in request body")
         except Disconnected:
             return
         except ApiError as err:
             await send_error(send, cfg, err)
             return
-        if not (self.legacy and cfg.has_defect("legacy-abort-ignored")):
+        if not self.legacy or cfg.policies.admit.legacy_abort_acts:
             self.state.engine.abort(_ids(ids))
-        if cfg.has_defect("abort-json-body"):
+        if cfg.policies.write.abort_json_body:
             await send_json(send, 200, {"status": "ok"})
             return
         await send_bytes(send, 200, b"", content_type=None)

@@ -95,9 +95,9 @@ def create_app(config: MockConfig) -> Starlette:
     abort = Route("/inference/v1/abort_requests", AbortEndpoint(state), methods=["POST"])
     if not config.release.abort_route:  # 0.30, 0.31: the route does not exist (404)
         state.unrouted.append(abort.path)
-    elif not config.has_defect("abort-route-missing"):
+    elif config.policies.gate.abort_route:
         scale_out.append(abort)
-    if not config.has_defect("render-missing"):
+    if config.policies.gate.render_routes:
         scale_out += render_routes(state) + render_api_routes(state) + derender_routes(state)
     if config.scale_out or config.release.gated:
         routes += scale_out
@@ -112,7 +112,7 @@ def create_app(config: MockConfig) -> Starlette:
             Route("/finish_weight_update", finish, methods=["POST"]),
             Route("/weight_info", info, methods=["GET"]),
         ]
-    elif config.tokens_only or config.has_defect("legacy-abort-everywhere"):
+    elif config.tokens_only or config.policies.gate.legacy_abort_everywhere:
         routes.append(Route("/abort_requests", AbortEndpoint(state, legacy=True), methods=["POST"]))
     served = {route.path for route in routes}  # a release may leave generate unregistered
     direct = {path: generate for path in ("/inference/v1/generate",) if path in served}

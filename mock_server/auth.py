@@ -17,18 +17,12 @@ class AuthMiddleware:
         self.app = app
         self.cfg = config
         self._digests = [hashlib.sha256(k.encode()).digest() for k in config.api_keys]
+        self._overrides = dict(config.policies.gate.guarded)  # path -> guarded or not
+        self._checked = config.policies.gate.api_key_checked
 
     def _guarded(self, path: str) -> bool:
-        cfg = self.cfg
-        if path == "/health" and cfg.has_defect("health-guarded"):
-            return True
-        if path == "/inference/v1/abort_requests" and cfg.has_defect("abort-no-auth"):
-            return False
-        if path == "/abort_requests" and cfg.has_defect("legacy-abort-requires-key"):
-            return True
-        if path == "/inference/v1/generate" and cfg.has_defect("api-key-generate-open"):
-            return False  # a partly guarded server: abort and render still demand the key
-        return path.startswith(GUARDED_PREFIX)
+        override = self._overrides.get(path)
+        return path.startswith(GUARDED_PREFIX) if override is None else override
 
     def _authorised(self, scope: Scope) -> bool:
         value = header(scope, "authorization") or ""
@@ -43,7 +37,7 @@ class AuthMiddleware:
             scope["type"] == "http"
             and self._digests
             and scope.get("method") != "OPTIONS"
-            and not self.cfg.has_defect("api-key-unchecked")
+            and self._checked
             and self._guarded(scope["path"])
             and not self._authorised(scope)
         ):

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from mock_server.defects import DEFECTS, catalogue_text
+from mock_server.policies import Policies, build_policies
 from mock_server.releases import LATEST, RELEASES, Release, release_of
 
 DEFAULT_VOCAB = 151936
@@ -40,8 +41,11 @@ class MockConfig:
     mock_max_body_bytes: int = DEFAULT_MAX_BODY
     defects: frozenset[str] = field(default_factory=frozenset)
     release: Release = LATEST  # --mock-vllm-version: the vLLM release whose wire it speaks
+    policies: Policies = field(init=False, repr=False, compare=False)
+    """Each stage's behaviour, bent by the defects' policies: made once, here."""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "policies", build_policies(self.defects))
         if self.release.logprobs_format == "legacy":  # the release knows no other shape
             object.__setattr__(self, "mock_logprobs_format", "legacy")
 

@@ -3,8 +3,8 @@
 The conformance suite proves itself by failing against each defect. Names are a contract with
 the suite (never rename). A defect that only rewrites a finished answer (body, stream chunk,
 SSE frame, error status) is a named transformer in `mock_server/transforms/`; one that changes
-what the server does (sampling, validation, aborts, routing) is asked for with
-`config.has_defect(name)` where that behaviour lives.
+what the server does (sampling, validation, aborts, routing) is a policy of one stage in
+`mock_server/policies/` (the code of that stage reads its slot, never the defect's name).
 Each entry also declares what it breaks, as data the suite's own tests read: the requirement IDs
 (plain strings: the mock never imports the suite) that must fail, and nothing much beyond them,
 against the mock started in `profile` with `flags` and the defect.

@@ -131,7 +131,7 @@ def completion_logprobs(tok: Tokenizer, raw: Any, offset: int) -> tuple[Any, int
 
 def derender_routes(state: AppState) -> list[Route]:
     cfg, tok = state.config, state.engine.tokenizer
-    accept_text = cfg.has_defect("derender-accepts-text")
+    accept_text = "derender.text_rejected" not in cfg.policies.validate.rules
 
     def need_tokenizer() -> None:
         if not cfg.has_tokenizer:

@@ -156,13 +156,13 @@ class Engine:
         }
 
     def set_weight_version(self, label: str) -> None:
-        if not self.cfg.has_defect("weight-versions-not-reset"):
+        if self.cfg.policies.generate.weight_updates:
             self.weight_version = label
 
     def _label(self) -> str:
         """The label new tokens carry (what /weight_info reports)."""
-        if self.weight_version == "default" and self.cfg.has_defect("weight-label-not-default"):
-            return "v0"
+        if self.weight_version == "default":
+            return self.cfg.policies.generate.default_label
         return self.weight_version
 
     def new_request_id(self) -> str:
@@ -172,7 +172,7 @@ class Engine:
 
     def abort(self, request_ids: list[str]) -> int:
         """Abort every running request carrying one of the ids; unknown ids are ignored."""
-        if self.cfg.has_defect("abort-ignored"):
+        if not self.cfg.policies.admit.aborts_honoured:
             return 0
         count = 0
         for rid in request_ids:
@@ -186,19 +186,19 @@ class Engine:
         return self.abort(list(self._jobs))
 
     def _rng_for(self, req: GenerateRequest, index: int, max_tokens: int) -> Uniforms:
-        seed = req.sampling.seed
-        if seed is None or self.cfg.has_defect("seed-ignored"):
+        seed, slot = req.sampling.seed, self.cfg.policies.generate
+        if seed is None or not slot.seeded:
             ahead = 0 if req.sampling.greedy else min(max_tokens, DRAWN_AHEAD)
             return DrawnAhead(self._rng, ahead)
-        if req.output_mode == "text" and self.cfg.has_defect("text-mode-other-tokens"):
-            seed += 1
+        if req.output_mode == "text":
+            seed += slot.text_seed_offset
         return random.Random(f"{seed}:{index}")
 
     # -- generation --------------------------------------------------------------------
     def _open(self, job: Job) -> tuple[int, list[Sampler]]:
         """Register a job and make its samplers (drawing from the server's generator now)."""
         req, cfg = job.req, self.cfg
-        n = 1 if cfg.has_defect("n-ignored") else req.sampling.n
+        n = req.sampling.n if cfg.policies.generate.n_honoured else 1
         want_text = req.output_mode == "text" and cfg.has_tokenizer
         samplers = [
             Sampler(
@@ -286,10 +286,11 @@ class Engine:
     def _end_unfinished(self, job: Job) -> Iterator[Sequence]:
         """The sequences an abort cut short, each ended as aborted as it is reached (`run`
         yields its event before the next one ends; `complete` ends them all)."""
+        reason = self.cfg.policies.generate.abort_stop_reason
         for seq in [seq for seq in job.sequences if seq.finish_reason is None]:
             seq.finish_reason = "abort"
-            if self.cfg.has_defect("abort-stop-reason-set"):
-                seq.stop_reason = "abort"
+            if reason is not None:
+                seq.stop_reason = reason
             yield seq
 
     async def complete(self, job: Job, on_wait: Callable[[], None]) -> None:

@@ -68,13 +68,14 @@ class GenerateEndpoint:
 
     async def _read_request(self, scope: Scope, receive: Receive) -> GenerateRequest:
         cfg = self.state.config
-        if not is_json_media(scope) and not cfg.has_defect("wrong-content-type-accepted"):
+        parse = cfg.policies.parse
+        if not is_json_media(scope) and parse.media_type_checked:
             raise ApiError(400, UNSUPPORTED_MEDIA, "Bad Request")
         raw = await read_body(scope, receive, cfg.mock_max_body_bytes)
         try:
             body = parse_json(raw)
         except ValidationFailure:
-            if cfg.has_defect("invalid-json-500"):
+            if parse.bad_json_status == 500:
                 raise ApiError(500, "Internal Server Error", "InternalServerError") from None
             raise
         body = cfg.release.known(body)  # an older release ignores the fields it lacks
@@ -82,19 +83,20 @@ class GenerateEndpoint:
             return (FAST and parse_plain(body, cfg)) or parse_generate(body, cfg)
         except ValidationFailure as failure:
             streamed = isinstance(body, dict) and body.get("stream") is True
-            if streamed and cfg.has_defect("stream-schema-error-200"):
+            if streamed and parse.schema_error_streamed:
                 raise StreamedRejection(failure.to_api_error()) from None
             raise
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         state, cfg = self.state, self.state.config
         engine = state.engine
-        if cfg.enable_scale_out and cfg.has_defect("scale-out-generate-404"):
+        gate = cfg.policies.gate
+        if cfg.enable_scale_out and gate.generate_404:
             await send_json(send, 404, {"detail": "Not Found"})
             return
         gated = cfg.tokens_only and not cfg.enable_scale_out
-        if not cfg.scale_out or (gated and cfg.has_defect("tokens-only-generate-403")):
-            if cfg.has_defect("disabled-validates-first"):
+        if not cfg.scale_out or (gated and gate.tokens_only_generate_disabled):
+            if gate.disabled_validates_first:
                 await self._read_request(scope, receive)
             await send_disabled(send, cfg)
             return
@@ -105,7 +107,7 @@ class GenerateEndpoint:
         if forced is not None and forced.strip().isdigit():
             status = int(forced.strip())
             raise ApiError(status, f"Injected by X-Mock-Return-Error: {status}")
-        if cfg.has_defect("hang-generate"):
+        if gate.hang_generate:
             await wait_disconnect(receive)
             return
         req = await self._read_request(scope, receive)
@@ -114,7 +116,8 @@ class GenerateEndpoint:
         try:
             checks.engine_checks(req, cfg, rank)
         except ApiError as err:
-            if req.stream and err.engine_side and not cfg.has_defect("stream-error-as-http"):
+            streams = "errors.streamed" in cfg.policies.validate.rules
+            if req.stream and err.engine_side and streams:
                 await stream_single_error(send, cfg, err)
                 return
             raise
@@ -164,9 +167,10 @@ class GenerateEndpoint:
     def _new_job(self, scope: Scope, req: GenerateRequest) -> Job:
         cfg, engine = self.state.config, self.state.engine
         hdr = header(scope, "x-request-id")
-        if cfg.has_defect("request-id-header-ignored"):
+        admit = cfg.policies.admit
+        if not admit.request_id_header:
             hdr = None
-        if cfg.has_defect("request-id-body-wins"):
+        if admit.request_id_body_first:
             base = req.request_id or hdr
         else:
             base = hdr if hdr is not None else req.request_id
@@ -186,5 +190,5 @@ class GenerateEndpoint:
     async def _watch(self, receive: Receive, job: Job, gone: asyncio.Event) -> None:
         await wait_disconnect(receive)
         gone.set()
-        if not self.state.config.has_defect("disconnect-no-abort"):
+        if self.state.config.policies.admit.abort_on_disconnect:
             job.abort()

@@ -16,15 +16,14 @@ class LogprobsRenderer:
     def __init__(self, config: MockConfig, tokenizer: Tokenizer, output_mode: str) -> None:
         self.cfg = config
         self.tok = tokenizer
-        text = output_mode == "text" and config.has_tokenizer
-        if text and config.has_defect("text-logprobs-tokens-shape"):
-            text = False
+        slot = config.policies.build
+        text = output_mode == "text" and config.has_tokenizer and slot.text_logprobs
         self.shape = "text" if text else "tokens"
         if self.shape == "tokens" and (
-            config.mock_logprobs_format == "legacy" or config.has_defect("logprobs-legacy-token-id")
+            config.mock_logprobs_format == "legacy" or slot.legacy_logprobs
         ):
             self.shape = "legacy"
-        self.wrong_count = config.has_defect("top-logprobs-wrong-count")
+        self.wrong_count = slot.top_logprobs_wrong_count
 
     def _entry(self, token_id: int, rank: int, logprob: float) -> dict[str, Any]:
         if self.shape == "tokens":
@@ -70,7 +69,7 @@ def prompt_logprobs(
         }
 
     out: list[dict[str, dict[str, Any]] | None] = []
-    if not config.has_defect("prompt-logprobs-no-leading-null"):
+    if config.policies.build.prompt_logprobs_leading_null:
         out.append(None)
     else:
         out.append({str(prompt[0]): item(prompt[0], 1)})

@@ -37,7 +37,7 @@ class Builder:
 
     def _logprobs(self, records: list[TokenRecord]) -> dict[str, Any] | None:
         k = self.req.sampling.logprobs
-        if k is None and self.cfg.has_defect("logprobs-always"):  # renders what was not asked
+        if k is None and self.cfg.policies.build.logprobs_always:  # renders what was not asked
             k = 0
         if k is None:
             return None
@@ -171,8 +171,8 @@ def plain_full(b: Builder) -> bytes | None:
     None for anything else. (tests/test_mock_fastpath.py compares it with json.dumps.)"""
     cfg, req = b.cfg, b.req
     if (
-        cfg.defects
-        or cfg.release.rewrites  # an older release's shape: the transformers rewrite the dict
+        "build" not in cfg.policies.plain
+        or transforms.active(cfg, "body")  # a defect's or an older release's rewrite of it
         or b.text
         or req.sampling.logprobs is not None
         or cfg.return_sampling_mask

@@ -215,7 +215,7 @@ def generate_request(
     errors = schema_errors("GenerateRequest", {**out, "token_ids": ids[:1]}, "body")
     if errors:  # a value the checks above let through: still a 400, never an invalid answer
         raise ValidationFailure(errors)
-    if cfg.has_defect("render-generate-mismatch"):
+    if cfg.policies.build.render_ids_as_strings:
         out["token_ids"] = [str(t) for t in ids]
     return cfg.release.rendered(out)
 

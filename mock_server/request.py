@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from mock_server import coerce as c
+from mock_server import validation
 from mock_server.config import MockConfig
 from mock_server.errors import (
     ApiError,
     ValidationFailure,
-    bad_request,
-    param_error,
     validation_item,
 )
 from mock_server.extra_fields import (
-    MSGPACK_INT,
     check_ranges,
     check_sampling_types,
     check_top_level_types,
@@ -132,6 +129,8 @@ class GenerateRequest:
     priority: int = 0
     kv_transfer_params: Any = None
     ec_transfer_params: Any = None
+    sp: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # as sent
+    parsed: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 def stop_list(value: Any, loc: str, errors: c.Errors) -> list[str] | None:
@@ -180,64 +179,20 @@ def _parse_sampling(sp: dict[str, Any], errors: c.Errors) -> Sampling:
     return s
 
 
-def _verify_sampling(s: Sampling, sp: dict[str, Any], zero_max_ok: bool = False) -> None:
-    """SamplingParams._verify_args: VLLMValidationError -> 400 BadRequestError."""
-    # vLLM 0.32 raises these three as plain ValueErrors: no param, no "(parameter=...)" suffix
-    if s.n < 1:
-        raise bad_request(f"n must be at least 1, got {s.n}.")
-    for key in ("presence_penalty", "frequency_penalty"):
-        value = sp.get(key)
-        if isinstance(value, int | float) and not -2.0 <= value <= 2.0:
-            raise param_error(f"{key} must be in [-2, 2], got {float(value)}.", key, float(value))
-    rp = sp.get("repetition_penalty")
-    if isinstance(rp, int | float) and not rp > 0:
-        msg = f"repetition_penalty must be a finite number greater than zero, got {float(rp)}."
-        raise param_error(msg, "repetition_penalty", float(rp))
-    if not math.isfinite(s.temperature):
-        t = s.temperature
-        raise param_error(f"temperature must be a finite number, got {t}.", "temperature", t)
-    if s.temperature < 0:
-        t = s.temperature
-        raise param_error(f"temperature must be non-negative, got {t}.", "temperature", t)
-    if s.temperature > 2:
-        t = s.temperature
-        raise param_error(f"temperature must be in [0, 2], got {t}.", "temperature", t)
-    if not 0.0 < s.top_p <= 1.0:
-        raise param_error(f"top_p must be in (0, 1], got {s.top_p}.", "top_p", s.top_p)
-    if s.top_k < -1:
-        msg = f"top_k must be 0 (disable), or at least 1, got {s.top_k}."
-        raise param_error(msg, "top_k", s.top_k)
-    if not 0.0 <= s.min_p <= 1.0:
-        raise param_error(f"min_p must be in [0, 1], got {s.min_p}.", "min_p", s.min_p)
-    if s.max_tokens is not None and s.max_tokens < (0 if zero_max_ok else 1):
-        msg = f"max_tokens must be at least 1, got {s.max_tokens}."
-        raise param_error(msg, "max_tokens", s.max_tokens)
-    if s.min_tokens < 0:
-        raise bad_request(f"min_tokens must be greater than or equal to 0, got {s.min_tokens}.")
-    if s.max_tokens is not None and s.min_tokens > s.max_tokens:
-        raise bad_request(
-            f"min_tokens must be less than or equal to max_tokens={s.max_tokens}, "
-            f"got {s.min_tokens}."
-        )
-    for key, value in (("logprobs", s.logprobs), ("prompt_logprobs", s.prompt_logprobs)):
-        if value is not None and value < -1:
-            raise param_error(f"{key} must be non-negative or -1, got {value}.", key, value)
-    if any(stop == "" for stop in s.stop):
-        raise param_error("stop cannot contain an empty string.", "stop", s.stop)
-    if s.stop and not s.detokenize:
-        msg = (
-            "stop strings are only supported when detokenize is True. "
-            "Set detokenize=True to use stop."
-        )
-        raise param_error(msg, "stop", s.stop)
+def normalise(s: Sampling) -> None:
+    """What SamplingParams changes after its checks: greedy resets, low temperature raised."""
     if s.greedy:
-        if s.n > 1:
-            raise param_error(f"n must be 1 when using greedy sampling, got {s.n}.", "n", s.n)
         s.top_p, s.top_k, s.min_p = 1.0, 0, 0.0
     elif s.temperature < 0.01:
         s.temperature = 0.01
     if s.top_k == -1:
         s.top_k = 0
+
+
+def verify_sampling(req: GenerateRequest, sp: dict[str, Any], rules: frozenset[str]) -> None:
+    """SamplingParams' own checks (the table's `sampling` rows), then its normalisation."""
+    validation.run(rules, "sampling", validation.Subject(req, sp, None))
+    normalise(req.sampling)
 
 
 def check_sampling(sp: dict[str, Any]) -> None:
@@ -246,7 +201,7 @@ def check_sampling(sp: dict[str, Any]) -> None:
     s = _parse_sampling(sp, errors)
     if errors:
         raise ValidationFailure(errors)
-    _verify_sampling(s, sp)
+    verify_sampling(GenerateRequest([], s), sp, validation.DEFAULT_RULES)
 
 
 def parse_generate(body: Any, config: MockConfig) -> GenerateRequest:
@@ -255,7 +210,8 @@ def parse_generate(body: Any, config: MockConfig) -> GenerateRequest:
     if not isinstance(body, dict):
         msg = "Input should be a valid dictionary or object to extract fields from"
         raise ValidationFailure([validation_item("model_attributes_type", "body", msg, body)])
-    if config.has_defect("unknown-field-rejected"):
+    rules = config.policies.validate.rules
+    if "unknown_fields.ignored" not in rules:
         sp_raw = body.get("sampling_params")
         extra = [k for k in body if k not in TOP_LEVEL_KEYS]
         if isinstance(sp_raw, dict):
@@ -266,26 +222,18 @@ def parse_generate(body: Any, config: MockConfig) -> GenerateRequest:
                 [validation_item("extra_forbidden", f"body.{k}", msg, None) for k in extra]
             )
     token_ids: list[int] | None = None
-    if "token_ids" not in body and config.has_defect("token-ids-missing-accepted"):
+    if "token_ids" not in body and "token_ids.required" not in rules:
         token_ids = []  # generates from an empty prompt
     elif "token_ids" not in body:
         errors.append(validation_item("missing", "body.token_ids", "Field required", body))
     else:
         token_ids = c.to_int_list(body["token_ids"], "body.token_ids", errors)
-        if (
-            token_ids is not None
-            and not token_ids
-            and not config.has_defect("empty-token-ids-accepted")
-        ):
+        if token_ids is not None and not token_ids and "token_ids.non_empty" in rules:
             msg = "List should have at least 1 item after validation, not 0"
             ctx = {"field_type": "List", "min_length": 1, "actual_length": 0}
             errors.append(validation_item("too_short", "body.token_ids", msg, [], ctx))
             token_ids = None
-        elif (
-            token_ids
-            and min(token_ids) < 0
-            and not config.has_defect("negative-token-ids-accepted")
-        ):
+        elif token_ids and min(token_ids) < 0 and "token_ids.non_negative" in rules:
             text = "token_ids must not contain negative values"
             ctx = {"error": ValueError(text)}
             errors.append(
@@ -296,7 +244,7 @@ def parse_generate(body: Any, config: MockConfig) -> GenerateRequest:
     sampling = Sampling()
     sp: dict[str, Any] = {}
     raw_sp = body.get("sampling_params")
-    if "sampling_params" not in body and config.has_defect("sampling-params-optional"):
+    if "sampling_params" not in body and "sampling_params.required" not in rules:
         pass  # the defaults apply
     elif "sampling_params" not in body:
         errors.append(validation_item("missing", "body.sampling_params", "Field required", body))
@@ -308,10 +256,8 @@ def parse_generate(body: Any, config: MockConfig) -> GenerateRequest:
     loc = "body"
     req.request_id = c.field(body, "request_id", c.to_str, loc, errors, None, nullable=False)
     req.model = c.field(body, "model", c.to_str, loc, errors, None)
-    mode = body.get(
-        "output_mode", "text" if config.has_defect("default-output-mode-text") else "tokens"
-    )
-    if mode not in ("tokens", "text") and config.has_defect("output-mode-any-accepted"):
+    mode = body.get("output_mode", config.policies.validate.default_output_mode)
+    if mode not in ("tokens", "text") and "output_mode.literal" not in rules:
         mode = "tokens"
     if mode not in ("tokens", "text"):
         msg = "Input should be 'tokens' or 'text'"
@@ -340,7 +286,7 @@ def parse_generate(body: Any, config: MockConfig) -> GenerateRequest:
         msg = "Input should be a valid list"
         errors.append(validation_item("list_type", "body.content_parts", msg, parts))
     null_stop = isinstance(raw_sp, dict) and "stop" in raw_sp and raw_sp["stop"] is None
-    if null_stop and config.has_defect("null-rejected"):
+    if null_stop and "stop.nullable" not in rules:
         msg = "Input should be a valid list"
         errors.append(validation_item("list_type", "body.sampling_params.stop", msg, None))
     ignored = check_sampling_types(sp, errors)
@@ -349,16 +295,17 @@ def parse_generate(body: Any, config: MockConfig) -> GenerateRequest:
         _model_validators(body, req, config, errors)
     if errors:
         bad_temperature = any(e["loc"] == "body.sampling_params.temperature" for e in errors)
-        if bad_temperature and config.has_defect("type-error-500"):
+        if bad_temperature and "temperature.type_400" not in rules:
             raise ApiError(500, "Internal Server Error", "InternalServerError")
         raise ValidationFailure(errors)
     salt = body.get("cache_salt")
-    if salt is not None and config.has_defect("optional-fields-rejected"):
+    if salt is not None and "cache_salt.accepted" not in rules:
         raise ApiError(400, "cache_salt is not supported", "BadRequestError", "cache_salt")
     if salt is not None:
         check_salt(salt)
-    _verify_sampling(req.sampling, sp, config.has_defect("max-tokens-zero-accepted"))
-    check_ranges(body, sp, ignored)
+    check_ranges(body)
+    req.sp, req.parsed = sp, ignored
+    verify_sampling(req, sp, rules)
     return req
 
 
@@ -387,7 +334,9 @@ def parse_plain(body: Any, config: MockConfig) -> GenerateRequest | None:
     the value checks. The request is then the one `parse_generate` returns
     (tests/test_mock_fastpath.py compares them).
     """
-    if config.defects or type(body) is not dict or not _PLAIN_TOP.issuperset(body):
+    if "validate" not in config.policies.plain:
+        return None
+    if type(body) is not dict or not _PLAIN_TOP.issuperset(body):
         return None
     token_ids = body.get("token_ids")
     sp = body.get("sampling_params")
@@ -405,27 +354,27 @@ def parse_plain(body: Any, config: MockConfig) -> GenerateRequest | None:
         if kinds is None or type(value) not in kinds:
             return None
         setattr(s, key, float(value) if key in _PLAIN_FLOATS else value)
-    seed = s.seed
-    if seed is not None and not MSGPACK_INT[0] <= seed <= MSGPACK_INT[1]:
-        return None
-    try:
-        _verify_sampling(s, sp)
-    except (ApiError, ValidationFailure):
-        return None
-    return GenerateRequest(
+    req = GenerateRequest(
         token_ids=list(token_ids),
         sampling=s,
         request_id=body.get("request_id"),
         model=body.get("model"),
         stream=body.get("stream", False),
+        sp=sp,
     )
+    try:
+        verify_sampling(req, sp, config.policies.validate.rules)
+    except ApiError:
+        return None
+    return req
 
 
 def _model_validators(
     body: dict[str, Any], req: GenerateRequest, config: MockConfig, errors: c.Errors
 ) -> None:
     features, parts = body.get("features"), body.get("content_parts")
-    if features is not None and parts and not config.has_defect("features-content-parts-accepted"):
+    rules = config.policies.validate.rules
+    if features is not None and parts and "content_parts.exclusive" in rules:
         text = "content_parts and features are mutually exclusive"
         errors.append(
             validation_item(
@@ -434,7 +383,7 @@ def _model_validators(
         )
     if isinstance(features, dict):
         errors.extend(feature_errors(features) or prompt_errors(body, features, len(req.token_ids)))
-    text_ok = config.has_defect("text-detokenize-false-accepted")
+    text_ok = "output_mode.text_needs_detokenize" not in rules
     if req.output_mode == "text" and not req.sampling.detokenize and not text_ok:
         text = "output_mode='text' requires sampling_params.detokenize to be true"
         errors.append(

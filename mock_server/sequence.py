@@ -79,8 +79,9 @@ class Sampler:
         self.temperature = 1.0 if sampling.greedy else sampling.temperature  # greedy: no draw
         self.table = model.draw_table(self.temperature, self.limit)
         self.want_text = want_text
-        ignored = config.has_defect("stop-token-ids-ignored") or (
-            config.tokens_only and config.has_defect("tokens-only-stop-token-ids-ignored")
+        slot = self.slot = config.policies.generate
+        ignored = not slot.stop_token_ids_honoured or (
+            config.tokens_only and not slot.stop_token_ids_honoured_tokens_only
         )
         self.stop_ids = frozenset(() if ignored else sampling.stop_token_ids)
         allowed = sampling.allowed_token_ids
@@ -89,7 +90,7 @@ class Sampler:
         self.plain = (
             not self.allowed and sampling.logprobs is None and not config.return_sampling_mask
         )
-        self.greedy_rank = 2 if config.has_defect("greedy-not-greedy") else 1
+        self.greedy_rank = slot.greedy_rank
         self.watch = self.stop_ids | (
             frozenset() if sampling.ignore_eos else frozenset((tokenizer.eos_id,))
         )
@@ -113,8 +114,7 @@ class Sampler:
             pairs = [(r, t) for r, t in pairs if t not in self.banned]
         ranks = [r for r, _ in pairs]
         if sp.greedy:
-            second = self.cfg.has_defect("greedy-not-greedy") and len(ranks) > 1
-            return ranks[1] if second else ranks[0]
+            return ranks[min(self.greedy_rank, len(ranks)) - 1]
         if 0 < sp.top_k < len(ranks):
             ranks = ranks[: sp.top_k]
         return self.model.sample_among(self.rng.random(), sp.temperature, ranks)
@@ -125,10 +125,9 @@ class Sampler:
         return IncrementalDetokenizer(
             self.tok,
             self.sp.stop,
-            self.sp.include_stop_str_in_output
-            and not self.cfg.has_defect("include-stop-str-ignored"),
-            self.sp.skip_special_tokens and not self.cfg.has_defect("skip-special-ignored"),
-            cut_stop=not self.cfg.has_defect("stop-string-not-cut"),
+            self.sp.include_stop_str_in_output and self.slot.include_stop_str_honoured,
+            self.sp.skip_special_tokens and self.slot.skip_special_honoured,
+            cut_stop=self.slot.cut_stop_string,
         )
 
     def _pick_rank(self, ctx_rank_token: Callable[[int], int], below_min: bool) -> int:
@@ -229,26 +228,26 @@ class Sampler:
         return [ctx.token_at(r) for r in range(1, self.limit + 1)]
 
     def _check_stop(self, seq: Sequence, token: int, count: int) -> None:
-        sp, cfg = self.sp, self.cfg
+        sp, slot = self.sp, self.slot
         reached_min = count >= sp.min_tokens
         stop_str = seq.detok.add(token) if seq.detok is not None else None
         if reached_min and not sp.ignore_eos and token == self.tok.eos_id:
             seq.finish_reason = "stop"
-            seq.stop_reason = token if cfg.has_defect("eos-stop-reason-set") else None
+            seq.stop_reason = token if slot.eos_stop_reason else None
             return
         if reached_min and token in self.stop_ids:
             seq.finish_reason = "stop"
-            seq.stop_reason = None if cfg.has_defect("stop-reason-null") else token
-            if cfg.has_defect("stop-token-dropped"):
+            seq.stop_reason = token if slot.stop_reason_reported else None
+            if slot.drop_stop_token:
                 seq.records.pop()
             return
         if stop_str is not None and reached_min:
             seq.finish_reason = "stop"
-            seq.stop_reason = None if cfg.has_defect("stop-reason-null") else stop_str
-            if cfg.has_defect("stop-string-trims-tokens"):
+            seq.stop_reason = stop_str if slot.stop_reason_reported else None
+            if slot.stop_string_trims:
                 seq.records.pop()
             return
         if count >= self.max_tokens:
             seq.finish_reason = "length"
-            if cfg.has_defect("length-stop-reason-set"):
-                seq.stop_reason = 0
+            if slot.length_stop_reason is not None:
+                seq.stop_reason = slot.length_stop_reason

@@ -7,6 +7,7 @@ import contextlib
 import json
 from typing import Any
 
+from mock_server import transforms
 from mock_server.asgi import Send
 from mock_server.config import MockConfig
 from mock_server.engine import Engine, Event, Job
@@ -62,7 +63,9 @@ class _Chunker:
         # Most chunks differ only in their token ids: those are written into bytes rendered
         # once per choice (see `framed`), unless something else in them varies per token.
         self.templated = TEMPLATES and not (
-            cfg.defects
+            not {"build", "frame"} <= cfg.policies.plain
+            or transforms.active(cfg, "chunk")
+            or transforms.active(cfg, "frame")
             or builder.text
             or req.sampling.logprobs is not None
             or cfg.return_sampling_mask
@@ -146,7 +149,8 @@ async def stream_job(
     send: Send, cfg: MockConfig, engine: Engine, job: Job, builder: Builder, gone: asyncio.Event
 ) -> None:
     chunker = _Chunker(cfg, builder)
-    group = cfg.has_defect("stream-multi-choice-chunk")
+    group = cfg.policies.frame.multi_choice_chunks
+    empty_chunk = cfg.policies.frame.empty_chunk
     gen = engine.run(job)
     await _start(send)
     pending: list[tuple[Event, dict[str, Any]]] = []
@@ -165,7 +169,7 @@ async def stream_job(
             data = chunker.framed(ev)
             if data is not None:
                 held.append(data)
-            if not ev.finished and cfg.has_defect("stream-empty-chunk") and ev.seq not in empty:
+            if not ev.finished and empty_chunk and ev.seq not in empty:
                 empty.append(ev.seq)  # one chunk with nothing in it, once per choice
                 blank = chunker.chunk([Event(ev.seq, len(ev.seq.records), False)])
                 if blank is not None:
@@ -197,7 +201,7 @@ async def stream_job(
         await _drain(gen)
         raise
     # the client went away
-    if cfg.has_defect("disconnect-no-abort"):
+    if not cfg.policies.admit.abort_on_disconnect:
         task = asyncio.ensure_future(_drain(gen))
         _background.add(task)
         task.add_done_callback(_background.discard)

@@ -221,7 +221,7 @@ BASE = {"token_ids": [1, 2], "sampling_params": {"max_tokens": 2}}
         ({"bad_words": [1]}, "body.sampling_params.bad_words.0"),
         ({"spaces_between_special_tokens": "x"}, "spaces_between_special_tokens"),
         ({"stream_interval": 0}, "stream_interval"),
-        ({"logprob_token_ids": [-1]}, "logprob_token_ids"),
+        ({"bad_words": [""]}, "bad_words cannot contain an empty string"),  # engine-side ids: table
         ({"extra_args": []}, "body.sampling_params.extra_args"),
         ({"temperature": 2.5}, "temperature must be in [0, 2]"),
         ({"seed": 2**64}, "can't serialize ints < -2**63 or > 2**64 - 1"),

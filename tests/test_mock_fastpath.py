@@ -98,11 +98,14 @@ def test_plain_parse_is_the_general_parse(body: Any) -> None:
         assert plain == parse_generate(json.loads(json.dumps(body)), cfg)
 
 
-def test_plain_parse_takes_the_common_bodies_and_no_defect() -> None:
+def test_plain_parse_takes_the_common_bodies_unless_a_validate_policy_is_on() -> None:
+    """Only a policy of the validate stage turns its fast path off (issue 19)."""
     cfg = parse_args(["--enable-scale-out"])
     assert parse_plain(gen({"max_tokens": 16, "ignore_eos": True}), cfg) is not None
     assert parse_plain(gen({"max_tokens": 16, "seed": 1, "temperature": 0.5}), cfg) is not None
-    flawed = parse_args(["--enable-scale-out", "--mock-defect", "n-ignored"])
+    other_stage = parse_args(["--enable-scale-out", "--mock-defect", "n-ignored"])
+    assert parse_plain(gen(), other_stage) is not None
+    flawed = parse_args(["--enable-scale-out", "--mock-defect", "empty-token-ids-accepted"])
     assert parse_plain(gen(), flawed) is None
 
 
