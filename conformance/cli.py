@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 
+from .http import DEFAULT_TIMEOUT_S, Timeouts
 from .profiles import MAIN_PROFILES, PROFILES
 from .reporting.provenance import VersionAction
 from .results import Report, exit_code
@@ -58,7 +59,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ID",
         help="run only the checks of these requirement IDs (repeatable)",
     )
-    run.add_argument("--timeout", type=float, default=10.0, help="per-request timeout, s")
+    run.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        help="per-request timeout, s (default %(default)s)",
+    )
     run.add_argument("--deadline", type=float, default=600.0, help="whole-run deadline, s")
     run.add_argument(
         "--workers",
@@ -181,6 +187,7 @@ def _run(args: argparse.Namespace) -> int:
             api_key=args.api_key,
             expect=expect,
             timeout=args.timeout,
+            stream_deadline=Timeouts(args.timeout).stream,
             deadline_s=args.deadline,
             requirement_ids=wanted,
             keyword=args.keyword,

@@ -22,6 +22,7 @@ class Exchange:
     response_body: bytes = b""
     events: list[str] = field(default_factory=list)
     error: str = ""
+    elapsed_s: float | None = None  # from sending to the status line
 
     def curl(self) -> str:
         """A curl command that replays the request (the API key is left as $TITO_API_KEY)."""

@@ -1,4 +1,10 @@
-"""The suite's HTTP client: bounded in time and size, and it records every exchange.
+"""The kit's one HTTP client: every sender (suite, fuzzer, diff, live launcher) goes through it.
+
+It is bounded in time and size, builds the API-key header in one place, records every
+exchange, and decodes SSE with httpx-sse, sync (`Client`) and async (`AsyncClient`), over a
+socket or in-process into an ASGI app (`openapi.asgi_transport`, which streams). Its waits all
+come from one `Timeouts`, itself derived from one number, `DEFAULT_TIMEOUT_S` unless a CLI's
+`--timeout` says otherwise.
 
 A server under test may hang, send garbage, close a stream early or never end it. Every way a
 server can break the transport becomes `ServerBroke`, an AssertionError, so pytest reports it as a
@@ -7,23 +13,73 @@ failure of the check with a readable message; the suite itself never hangs or cr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
 import httpx
-from httpx_sse import EventSource, SSEError
+from httpx_sse import EventSource, ServerSentEvent, SSEError
 
 from .exchange import Exchange, dumps
 
 MAX_BODY = 8 * 1024 * 1024
 MAX_EVENTS = 20_000
 UNRESPONSIVE_AFTER = 3  # consecutive timeouts before the client stops sending
+IN_PROCESS_URL = "http://testserver"
+"""The base URL of an in-process app (what schemathesis's ASGI client and reproducers use)."""
 _MISSING: Any = object()
+
+DEFAULT_TIMEOUT_S = 30.0
+"""The one default of every `--timeout` (run, fuzz, diff, live) and of every sender: long
+enough for a real vLLM on two CPU cores, whose first answers take seconds; the suite scales
+its generate waits up from it by the learned pace (`Session.timeout_for`)."""
+CONNECT_CAP_S = 5.0
+STREAM_FACTOR = 3.0
+ANSWER_FACTOR = 2 / 3
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Every wait of a sender, in one object (STYLE §8): all follow from `request` unless set.
+
+    `request`: the longest wait for an answer's status line or for one chunk of it; a whole
+    plain body must end within twice that. `connect`: the TCP connect (at most 5 s: a refused
+    or unroutable server is found fast). `stream`: the wall clock of one streamed answer (3x).
+    `answer`: how long a correct answer may take before the fuzzer calls it slow (2/3 x, so a
+    slow answer is told from one that never came)."""
+
+    request: float = DEFAULT_TIMEOUT_S
+    connect: float = 0.0
+    stream: float = 0.0
+    answer: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.request <= 0:
+            raise ValueError(f"a timeout must be positive, not {self.request:g}")
+        derived = {
+            "connect": min(self.request, CONNECT_CAP_S),
+            "stream": STREAM_FACTOR * self.request,
+            "answer": ANSWER_FACTOR * self.request,
+        }
+        for name, value in derived.items():
+            if not getattr(self, name):
+                object.__setattr__(self, name, round(value, 3))
+
+    @classmethod
+    def of(cls, timeout: float | Timeouts | None, stream: float | None = None) -> Timeouts:
+        """`timeout` as a `Timeouts` (a number is its `request`; None the default)."""
+        if isinstance(timeout, Timeouts):
+            return timeout
+        return cls(DEFAULT_TIMEOUT_S if timeout is None else timeout, stream=stream or 0.0)
+
+    def for_httpx(self, read: float | None = None) -> httpx.Timeout:
+        read = read or self.request
+        return httpx.Timeout(read, connect=min(self.connect, read))
 
 
 def auth_header(api_key: str | None) -> dict[str, str]:
@@ -31,8 +87,18 @@ def auth_header(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
+class Unsendable(ValueError):
+    """The request itself cannot go on the wire (an HTTP/1.1 client refuses it: a header value
+    with a control character, say): nothing was sent, so there is no answer to judge."""
+
+
 class ServerBroke(AssertionError):
-    """The server did not speak HTTP/JSON/SSE acceptably: timeout, garbage, too big, cut off."""
+    """The server did not speak HTTP/JSON/SSE acceptably: timeout, garbage, too big, cut off.
+    `timed_out`: it said nothing in time (rather than saying something broken)."""
+
+    def __init__(self, message: str, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
 
 
 @dataclass
@@ -60,6 +126,10 @@ class Reply:
                 f"{self.exchange.method} {self.exchange.url} answered HTTP {self.status} with a "
                 f"body that is not JSON ({exc}): {self.body[:200]!r}"
             ) from None
+
+    def events(self) -> list[str]:
+        """The data of each event of an SSE body read whole (httpx-sse)."""
+        return sse_data(self.body)
 
 
 class _BoundedResponse:
@@ -90,7 +160,7 @@ class _BoundedResponse:
                 raise ServerBroke(f"stream exceeded {self._max_bytes} bytes; stopped reading")
             if time.monotonic() > self._deadline:
                 self._on_stall()
-                raise ServerBroke("stream did not end before its deadline; stopped reading")
+                raise ServerBroke("stream did not end before its deadline; stopped reading", True)
             yield text
 
 
@@ -102,6 +172,8 @@ class Stream:
         self.exchange = bounded._exchange
         self._bounded = bounded
         self._events: Iterator[str] | None = None
+        self.raw = bytearray()
+        """Every byte `chunks` read (the exchange keeps the first 4 KiB)."""
 
     @property
     def status(self) -> int:
@@ -113,7 +185,7 @@ class Stream:
 
     def read_body(self) -> Reply:
         """For a non-SSE answer (an error status): read it as a plain bounded body."""
-        self.exchange.response_body = _read_bounded(self.response, time.monotonic() + 10)
+        self.exchange.response_body = _read_bounded(self.response, self._bounded._deadline)
         return Reply(self.exchange)
 
     def events(self) -> Iterator[str]:
@@ -121,6 +193,32 @@ class Stream:
         if self._events is None:
             self._events = self._iter_events()
         return self._events
+
+    def chunks(self) -> Iterator[bytes]:
+        """The raw body as it arrives, bounded like `events` (for a caller that watches the
+        bytes, e.g. for the first request id, rather than reading events)."""
+        bounded = self._bounded
+        try:
+            for chunk in self.response.iter_bytes():
+                bounded.read_bytes += len(chunk)
+                self.raw += chunk
+                if len(self.exchange.response_body) < 4096:
+                    self.exchange.response_body += chunk[:4096]
+                if bounded.read_bytes > bounded._max_bytes:
+                    raise ServerBroke(
+                        f"stream exceeded {bounded._max_bytes} bytes; stopped reading"
+                    )
+                if time.monotonic() > bounded._deadline:
+                    bounded._on_stall()
+                    raise ServerBroke("stream did not end before its deadline; stopped", True)
+                yield chunk
+        except httpx.TimeoutException:
+            bounded._on_stall()
+            self.exchange.error = "read timed out mid-stream"
+            raise ServerBroke("the stream stalled: read timed out mid-stream", True) from None
+        except httpx.HTTPError as exc:
+            self.exchange.error = f"stream broke: {type(exc).__name__}: {exc}"
+            raise ServerBroke(f"the stream broke off: {type(exc).__name__}: {exc}") from None
 
     def _iter_events(self) -> Iterator[str]:
         source = EventSource(cast(httpx.Response, self._bounded))
@@ -135,17 +233,84 @@ class Stream:
         except httpx.TimeoutException:
             self._bounded._on_stall()
             self.exchange.error = "read timed out mid-stream"
-            raise ServerBroke("the stream stalled: read timed out mid-stream") from None
+            raise ServerBroke("the stream stalled: read timed out mid-stream", True) from None
         except httpx.HTTPError as exc:
             self.exchange.error = f"stream broke: {type(exc).__name__}: {exc}"
             raise ServerBroke(f"the stream broke off: {type(exc).__name__}: {exc}") from None
 
 
-def sse_data(raw: bytes) -> list[str]:
-    """The data of each complete event in SSE bytes, decoded by httpx-sse: the one SSE
-    decoder of the kit (the suite's streams, the fuzzer's and the diff's bytes alike)."""
+class AsyncStream:
+    """An open streamed answer read from asyncio: raw `chunks()` or SSE `events()`, one bounded
+    reader under both (a caller may watch the bytes for an id, then read on)."""
+
+    def __init__(
+        self, response: httpx.Response, exchange: Exchange, deadline: float, max_bytes: int
+    ) -> None:
+        self.response = response
+        self.exchange = exchange
+        self.headers = response.headers  # what httpx-sse reads the Content-Type from
+        self._deadline = deadline
+        self._max_bytes = max_bytes
+        self.read_bytes = 0
+        self.raw = bytearray()
+        """Every byte read so far (the exchange keeps the first 4 KiB)."""
+
+    @property
+    def status(self) -> int:
+        return self.response.status_code
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self.response.aiter_bytes():
+                self.read_bytes += len(chunk)
+                self.raw += chunk
+                if len(self.exchange.response_body) < 4096:
+                    self.exchange.response_body += chunk[:4096]
+                if self.read_bytes > self._max_bytes:
+                    raise ServerBroke(f"stream exceeded {self._max_bytes} bytes; stopped reading")
+                if time.monotonic() > self._deadline:
+                    raise ServerBroke("stream did not end before its deadline; stopped", True)
+                yield chunk
+        except httpx.TimeoutException:
+            self.exchange.error = "read timed out mid-stream"
+            raise ServerBroke("the stream stalled: read timed out mid-stream", True) from None
+        except httpx.HTTPError as exc:
+            self.exchange.error = f"stream broke: {type(exc).__name__}: {exc}"
+            raise ServerBroke(f"the stream broke off: {type(exc).__name__}: {exc}") from None
+
+    async def aiter_text(self) -> AsyncIterator[str]:
+        import codecs
+
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        async for chunk in self.chunks():
+            yield decoder.decode(chunk)
+
+    async def events(self) -> AsyncIterator[str]:
+        """Each event's data as it arrives (httpx-sse over the bounded reader)."""
+        try:
+            async for event in EventSource(cast(httpx.Response, self)).aiter_sse():
+                self.exchange.events.append(event.data)
+                if len(self.exchange.events) > MAX_EVENTS:
+                    raise ServerBroke(f"stream sent more than {MAX_EVENTS} events; stopped")
+                yield event.data
+        except SSEError as exc:
+            raise ServerBroke(f"not an SSE stream: {exc}") from None
+
+
+def sse_events(raw: bytes) -> list[ServerSentEvent]:
+    """The complete events in SSE bytes, decoded by httpx-sse: the one SSE decoder of the kit
+    (the suite's streams, the fuzzer's and the diff's bytes alike)."""
     response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=raw)
-    return [event.data for event in EventSource(response).iter_sse()]
+    return list(EventSource(response).iter_sse())
+
+
+def sse_data(raw: bytes) -> list[str]:
+    """The data of each complete event in SSE bytes (`sse_events`)."""
+    return [event.data for event in sse_events(raw)]
+
+
+def is_event_stream(headers: dict[str, str]) -> bool:
+    return headers.get("content-type", "").split(";")[0].strip().lower() == "text/event-stream"
 
 
 def _read_bounded(response: httpx.Response, deadline: float, max_bytes: int = MAX_BODY) -> bytes:
@@ -157,38 +322,80 @@ def _read_bounded(response: httpx.Response, deadline: float, max_bytes: int = MA
         if size > max_bytes:
             raise ServerBroke(f"response body exceeded {max_bytes} bytes; stopped reading")
         if time.monotonic() > deadline:
-            raise ServerBroke("response body did not end before its deadline; stopped reading")
+            raise ServerBroke(
+                "response body did not end before its deadline; stopped reading", True
+            )
     return b"".join(chunks)
 
 
-class Client:
-    """One client per run; `log` holds the exchanges of the current check."""
+async def _aread_bounded(response: httpx.Response, deadline: float, max_bytes: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > max_bytes:
+            raise ServerBroke(f"response body exceeded {max_bytes} bytes; stopped reading")
+        if time.monotonic() > deadline:
+            raise ServerBroke(
+                "response body did not end before its deadline; stopped reading", True
+            )
+    return b"".join(chunks)
+
+
+def _wire(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    """Headers as bytes: a generated value outside ASCII goes out as Latin-1 (as requests and
+    curl send it), where httpx would refuse it; the spaces around a value go (a server strips
+    them anyway, RFC 9110 5.5; h11 refuses to send them)."""
+    return [(_latin1(name), _latin1(value.strip(" \t"))) for name, value in headers.items()]
+
+
+def _latin1(text: str) -> bytes:
+    try:
+        return text.encode("latin-1")
+    except UnicodeEncodeError:
+        return text.encode("utf-8")
+
+
+class _Sender:
+    """What the sync and async clients share: one configuration, the request as recorded (key
+    included), the stop after consecutive timeouts, and an in-process app's event loop."""
 
     def __init__(
         self,
         base_url: str,
-        api_key: str | None = None,
-        timeout: float = 10.0,
-        stream_deadline: float = 30.0,
+        api_key: str | None,
+        timeout: float | Timeouts | None,
+        stream_deadline: float | None,
+        *,
+        app: Any,
+        stop_after: int | None,
+        keep_log: bool,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
-        self.timeout = timeout
-        self.stream_deadline = stream_deadline
+        self.timeouts = Timeouts.of(timeout, stream_deadline)
+        self.timeout = self.timeouts.request
+        self.stream_deadline = self.timeouts.stream
         self.log: list[Exchange] = []
+        """The exchanges of the current check (kept only with `keep_log`)."""
+        self.keep_log = keep_log
+        self.stop_after = stop_after
+        """Consecutive timeouts after which nothing more is sent (None: never stop)."""
         self.bound_for: Callable[[Any], int] | None = None
         """The most bytes a correct answer to a body may take (learned: `Limits.body_bound`);
         None: MAX_BODY for every answer."""
         self._timeouts = 0
         self._lock = threading.Lock()
-        self._http = httpx.Client(
-            base_url=self.base_url,
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
-            limits=httpx.Limits(max_connections=32),
-        )
+        self._stack = contextlib.ExitStack()
+        self._portal: Any = None
+        if app is not None:  # the app runs on its own loop, whatever loop or thread calls it
+            from anyio.from_thread import start_blocking_portal
 
-    def close(self) -> None:
-        self._http.close()
+            self._portal = self._stack.enter_context(start_blocking_portal())
+
+    def _limits(self) -> httpx.Limits:
+        return httpx.Limits(max_connections=32)
 
     def _prepare(
         self,
@@ -200,10 +407,11 @@ class Client:
         auth: bool,
         stream: bool,
     ) -> Exchange:
-        if self._timeouts >= UNRESPONSIVE_AFTER:
+        if self.stop_after is not None and self._timeouts >= self.stop_after:
             raise ServerBroke(
                 f"the server stopped answering ({self._timeouts} consecutive timeouts of "
-                f"{self.timeout:g} s); {method} {path} was not sent"
+                f"{self.timeout:g} s); {method} {path} was not sent",
+                True,
             )
         sent: dict[str, str] = {}
         if body is not _MISSING:
@@ -212,9 +420,11 @@ class Client:
         if auth:
             sent.update(auth_header(self.api_key))
         sent.update(headers or {})
-        exchange = Exchange(method, self.base_url + path, sent, content, stream=stream)
-        with self._lock:
-            self.log.append(exchange)
+        url = path if "://" in path else self.base_url + path
+        exchange = Exchange(method, url, sent, content, stream=stream)
+        if self.keep_log:
+            with self._lock:
+                self.log.append(exchange)
         return exchange
 
     def _max_bytes(self, body: Any) -> int:
@@ -225,6 +435,76 @@ class Client:
     def _note(self, timed_out: bool) -> None:
         with self._lock:
             self._timeouts = self._timeouts + 1 if timed_out else 0
+
+    def _body_deadline(self, exchange: Exchange, limit: float) -> float:
+        """A plain body must end within twice the request timeout; an SSE one read whole,
+        within the stream budget."""
+        budget = 2 * limit
+        if is_event_stream(exchange.response_headers):
+            budget = max(budget, self.timeouts.stream)
+        return time.monotonic() + budget
+
+    def _failed(self, exchange: Exchange, what: str, exc: Exception, limit: float) -> Exception:
+        """The ServerBroke of a transport error (recorded on the exchange); `Unsendable` when
+        the request never left the client."""
+        if isinstance(exc, httpx.LocalProtocolError):
+            exchange.error = f"not sent: {exc}"
+            return Unsendable(f"{what}: the client cannot send this request: {exc}")
+        if isinstance(exc, httpx.TimeoutException):
+            self._note(True)
+            exchange.error = f"no complete answer within {limit:g} s"
+            return ServerBroke(f"{what}: no complete answer within {limit:g} s", True)
+        if isinstance(exc, ServerBroke):
+            exchange.error = str(exc)
+            return exc
+        self._note(False)
+        exchange.error = f"{type(exc).__name__}: {exc}"
+        return ServerBroke(f"{what}: {type(exc).__name__}: {exc}")
+
+
+def _received(exchange: Exchange, response: httpx.Response, started: float) -> None:
+    exchange.status = response.status_code
+    exchange.response_headers = {k.lower(): v for k, v in response.headers.items()}
+    exchange.elapsed_s = round(time.monotonic() - started, 6)
+
+
+class Client(_Sender):
+    """The sync client. One per run (the suite's `log` holds the exchanges of the current
+    check), per fuzz run, per diff target, per launched server. `app`: an ASGI app served
+    in-process (through the streaming transport) instead of `base_url`'s socket."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        timeout: float | Timeouts | None = None,
+        stream_deadline: float | None = None,
+        *,
+        app: Any = None,
+        stop_after: int | None = UNRESPONSIVE_AFTER,
+        keep_log: bool = True,
+    ) -> None:
+        super().__init__(
+            base_url,
+            api_key,
+            timeout,
+            stream_deadline,
+            app=app,
+            stop_after=stop_after,
+            keep_log=keep_log,
+        )
+        transport = None
+        if app is not None:
+            from openapi.asgi_transport import StreamingTransport
+
+            transport = StreamingTransport(app, self._portal)
+        self._http = httpx.Client(
+            timeout=self.timeouts.for_httpx(), limits=self._limits(), transport=transport
+        )
+
+    def close(self) -> None:
+        self._http.close()
+        self._stack.close()
 
     def request(
         self,
@@ -237,29 +517,25 @@ class Client:
         auth: bool = True,
         timeout: float | None = None,
     ) -> Reply:
-        """Send one request and read its whole (bounded) answer."""
+        """Send one request and read its whole (bounded) answer. `path` may be a whole URL;
+        `content` and `headers` go out as given (a raw request), `body` as JSON."""
         exchange = self._prepare(method, path, body, content, headers, auth, stream=False)
         limit = timeout or self.timeout
+        started = time.monotonic()
         try:
             with self._http.stream(
-                method, path, content=exchange.body, headers=exchange.headers, timeout=limit
+                method,
+                exchange.url,
+                content=exchange.body,
+                headers=_wire(exchange.headers),
+                timeout=self.timeouts.for_httpx(limit),
             ) as response:
-                exchange.status = response.status_code
-                exchange.response_headers = {k.lower(): v for k, v in response.headers.items()}
+                _received(exchange, response, started)
                 exchange.response_body = _read_bounded(
-                    response, time.monotonic() + 2 * limit, self._max_bytes(body)
+                    response, self._body_deadline(exchange, limit), self._max_bytes(body)
                 )
-        except httpx.TimeoutException:
-            self._note(True)
-            exchange.error = f"no complete answer within {limit:g} s"
-            raise ServerBroke(f"{method} {path}: no complete answer within {limit:g} s") from None
-        except httpx.HTTPError as exc:
-            self._note(False)
-            exchange.error = f"{type(exc).__name__}: {exc}"
-            raise ServerBroke(f"{method} {path}: {type(exc).__name__}: {exc}") from None
-        except ServerBroke as exc:
-            exchange.error = str(exc)
-            raise
+        except (httpx.HTTPError, ServerBroke) as exc:
+            raise self._failed(exchange, f"{method} {path}", exc, limit) from None
         self._note(False)
         return Reply(exchange)
 
@@ -273,22 +549,26 @@ class Client:
     def stream(
         self,
         path: str,
-        body: Any,
+        body: Any = _MISSING,
         *,
+        method: str = "POST",
+        content: bytes | None = None,
         headers: dict[str, str] | None = None,
         auth: bool = True,
         deadline: float | None = None,
     ) -> Iterator[Stream]:
-        """POST and keep the answer open; the caller reads events as they come."""
-        wanted = {"Accept": "text/event-stream", **(headers or {})}
-        exchange = self._prepare("POST", path, body, None, wanted, auth, stream=True)
+        """Send and keep the answer open; the caller reads events (or raw chunks) as they
+        come. A JSON `body` asks for SSE; raw `content` and `headers` go out as given."""
+        wanted = {"Accept": "text/event-stream"} if content is None else {}
+        wanted.update(headers or {})
+        exchange = self._prepare(method, path, body, content, wanted, auth, stream=True)
         ends = time.monotonic() + (deadline or self.stream_deadline)
+        started = time.monotonic()
         try:
             with self._http.stream(
-                "POST", path, content=exchange.body, headers=exchange.headers
+                method, exchange.url, content=exchange.body, headers=_wire(exchange.headers)
             ) as response:
-                exchange.status = response.status_code
-                exchange.response_headers = {k.lower(): v for k, v in response.headers.items()}
+                _received(exchange, response, started)
                 self._note(False)
                 yield Stream(
                     _BoundedResponse(
@@ -303,8 +583,120 @@ class Client:
             self._note(True)
             exchange.error = f"no answer within {self.timeout:g} s"
             raise ServerBroke(
-                f"POST {path} (stream): no answer within {self.timeout:g} s"
+                f"{method} {path} (stream): no answer within {self.timeout:g} s", True
             ) from None
         except httpx.HTTPError as exc:
             exchange.error = f"{type(exc).__name__}: {exc}"
-            raise ServerBroke(f"POST {path} (stream): {type(exc).__name__}: {exc}") from None
+            raise ServerBroke(f"{method} {path} (stream): {type(exc).__name__}: {exc}") from None
+
+
+class AsyncClient(_Sender):
+    """The same client for asyncio code (a stream read while its abort is sent beside it)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        timeout: float | Timeouts | None = None,
+        stream_deadline: float | None = None,
+        *,
+        app: Any = None,
+        stop_after: int | None = UNRESPONSIVE_AFTER,
+        keep_log: bool = True,
+    ) -> None:
+        super().__init__(
+            base_url,
+            api_key,
+            timeout,
+            stream_deadline,
+            app=app,
+            stop_after=stop_after,
+            keep_log=keep_log,
+        )
+        transport = None
+        if app is not None:
+            from openapi.asgi_transport import AsyncStreamingTransport
+
+            transport = AsyncStreamingTransport(app, self._portal)
+        self._http = httpx.AsyncClient(
+            timeout=self.timeouts.for_httpx(), limits=self._limits(), transport=transport
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+        self._stack.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = _MISSING,
+        *,
+        content: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        auth: bool = True,
+        timeout: float | None = None,
+    ) -> Reply:
+        """`Client.request`, awaited."""
+        exchange = self._prepare(method, path, body, content, headers, auth, stream=False)
+        limit = timeout or self.timeout
+        started = time.monotonic()
+        try:
+            async with self._http.stream(
+                method,
+                exchange.url,
+                content=exchange.body,
+                headers=_wire(exchange.headers),
+                timeout=self.timeouts.for_httpx(limit),
+            ) as response:
+                _received(exchange, response, started)
+                exchange.response_body = await _aread_bounded(
+                    response, self._body_deadline(exchange, limit), self._max_bytes(body)
+                )
+        except (httpx.HTTPError, ServerBroke) as exc:
+            raise self._failed(exchange, f"{method} {path}", exc, limit) from None
+        self._note(False)
+        return Reply(exchange)
+
+    async def post(self, path: str, body: Any = _MISSING, **kwargs: Any) -> Reply:
+        return await self.request("POST", path, body, **kwargs)
+
+    @asynccontextmanager
+    async def stream(
+        self,
+        method: str,
+        path: str,
+        body: Any = _MISSING,
+        *,
+        content: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        auth: bool = True,
+        deadline: float | None = None,
+    ) -> AsyncIterator[AsyncStream]:
+        """Send and keep the answer open: its `chunks()` or `events()` are read as they come,
+        bounded by `deadline` (default: the stream budget) and the size cap."""
+        exchange = self._prepare(method, path, body, content, headers, auth, stream=True)
+        started = time.monotonic()
+        ends = started + (deadline or self.stream_deadline)
+        try:
+            async with self._http.stream(
+                method, exchange.url, content=exchange.body, headers=_wire(exchange.headers)
+            ) as response:
+                _received(exchange, response, started)
+                self._note(False)
+                yield AsyncStream(response, exchange, ends, self._max_bytes(body))
+        except httpx.TimeoutException:
+            self._note(True)
+            exchange.error = f"no answer within {self.timeout:g} s"
+            raise ServerBroke(
+                f"{method} {path} (stream): no answer within {self.timeout:g} s", True
+            ) from None
+        except httpx.HTTPError as exc:
+            exchange.error = f"{type(exc).__name__}: {exc}"
+            raise ServerBroke(f"{method} {path} (stream): {type(exc).__name__}: {exc}") from None

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from conformance.http import DEFAULT_TIMEOUT_S
 from conformance.profiles import MOCK_KNOBS
 
 from .fuzzing import LIVE_MAX_EXAMPLES, LIVE_SEED
@@ -62,8 +63,18 @@ def parser() -> argparse.ArgumentParser:
         help="extra server flag (repeatable; use --server-arg=--flag)",
     )
     p.add_argument("--start-deadline", type=float, default=300.0, help="s until /health")
-    p.add_argument("--timeout", type=float, default=30.0, help="per-request timeout, s")
-    p.add_argument("--stream-deadline", type=float, default=90.0, help="per-stream deadline, s")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        help="per-request timeout of the suite, the diff and the fuzzer, s (default %(default)s)",
+    )
+    p.add_argument(
+        "--stream-deadline",
+        type=float,
+        default=0.0,
+        help="per-stream deadline, s (default: 3 x --timeout)",
+    )
     p.add_argument("--deadline", type=float, default=600.0, help="per-profile suite deadline, s")
     p.add_argument(
         "--diff",

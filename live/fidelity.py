@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from conformance.http import DEFAULT_TIMEOUT_S
 from mock_server.releases import RELEASES
 
 from .launcher import LiveServer, ServerStartError, free_port
@@ -178,6 +179,7 @@ def diff_against_mock(
     timeout_s: float = 900.0,
     intended: Sequence[Intended] | None = None,
     vllm_version: str | None = None,
+    request_timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> DiffResult:
     """`intended` defaults to the YAML list, or to none when `real` is itself the mock.
     `vllm_version` (what the real server says): the mock plays that release when it can."""
@@ -201,6 +203,7 @@ def diff_against_mock(
         sys.executable, "-m", "conformance.cli", "diff",
         "--reference", real.base_url, "--candidate", candidate.base_url,
         "--profile", profile.name, "--json-report", str(report_path),
+        "--timeout", f"{request_timeout_s:g}",
     ]  # fmt: skip
     if profile.api_key:
         argv += ["--api-key", profile.api_key]

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import httpx
-
 from conformance.fuzz.findings import Finding
 from conformance.fuzz.run import FuzzResult
-from conformance.http import auth_header
+from conformance.http import DEFAULT_TIMEOUT_S, Client, ServerBroke
 
 from .deviations import Deviation, Reproducer, verdict_lines
 
@@ -58,27 +56,32 @@ def fuzz_entries(listed: list[Deviation], profile: str | None) -> list[Deviation
 
 
 def replay(
-    base_url: str, api_key: str | None, reproducer: Reproducer, timeout_s: float = 30.0
+    base_url: str,
+    api_key: str | None,
+    reproducer: Reproducer,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> Replay:
-    """Send the reproducer once; whether the answer still shows the deviation."""
-    headers = {**auth_header(api_key), **dict(reproducer.headers)}
+    """Send the reproducer once (the key first, its own headers over it); whether the answer
+    still shows the deviation."""
+    client = Client(base_url, api_key, timeout_s, stop_after=None, keep_log=False)
     try:
-        response = httpx.request(
+        response = client.request(
             reproducer.method,
-            base_url.rstrip("/") + reproducer.path,
-            headers=headers,
+            reproducer.path,
             content=reproducer.body,
-            timeout=timeout_s,
+            headers=dict(reproducer.headers),
         )
-    except httpx.HTTPError as exc:
-        return Replay(False, f"no answer: {type(exc).__name__}: {exc}")
-    observed = f"{response.status_code} {response.content[:300]!r}"
-    if reproducer.answers_status is not None and response.status_code != reproducer.answers_status:
+    except ServerBroke as exc:
+        return Replay(False, f"no answer: {exc}")
+    finally:
+        client.close()
+    observed = f"{response.status} {response.body[:300]!r}"
+    if reproducer.answers_status is not None and response.status != reproducer.answers_status:
         return Replay(False, observed)
     if reproducer.answers_keys:
         try:
             body = response.json()
-        except ValueError:
+        except ServerBroke:
             return Replay(False, observed)
         if not isinstance(body, dict) or not all(k in body for k in reproducer.answers_keys):
             return Replay(False, observed)

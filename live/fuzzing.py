@@ -11,6 +11,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from conformance.http import DEFAULT_TIMEOUT_S
+
 from .deviations import Deviation
 from .profiles import LiveProfile
 
@@ -27,8 +29,8 @@ LIVE_SEED = 1234
 class FuzzBudget:
     max_examples: int = LIVE_MAX_EXAMPLES
     seed: int = LIVE_SEED
-    timeout_s: float = 30.0
-    answer_budget_s: float = 20.0
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    answer_budget_s: float = 0.0  # 0: from the timeout (`conformance.http.Timeouts.answer`)
 
 
 def vocab_size(model: str) -> int | None:

@@ -13,9 +13,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 
-import httpx
-
-from conformance.http import auth_header
+from conformance.http import Client, ServerBroke
 from conformance.server_process import (
     ServerProcess,
     ServerStartError,
@@ -59,6 +57,32 @@ class LiveServer(ServerProcess):
     warmup_timeout_s: float = 120.0
     timings: Timings = field(default_factory=Timings)
     restarts: int = 0
+    _client: Client | None = field(default=None, init=False, repr=False)
+
+    @property
+    def client(self) -> Client:
+        """The kit's client for this server's readiness and warm-up (one per server: a
+        restart keeps the port). It never stops on timeouts: a starting server has many."""
+        if self._client is None:
+            self._client = Client(
+                self.base_url, self.api_key, self.warmup_timeout_s, stop_after=None, keep_log=False
+            )
+        return self._client
+
+    def healthy(self, timeout: float = 2.0) -> bool:
+        """Whether /health answers an up status within `timeout` (the launcher's readiness)."""
+        try:
+            reply = self.client.get(self.health_path, auth=False, timeout=timeout)
+        except ServerBroke:
+            return False
+        return reply.status in self.up_statuses
+
+    def stop(self) -> list[int]:
+        stopped = super().stop()
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        return stopped
 
     def _on_healthy(self) -> None:
         """Renice, warm up (the first request can take ~14 s on CPU), renice new threads."""
@@ -73,17 +97,11 @@ class LiveServer(ServerProcess):
 
     def _warm_up(self) -> None:
         t0 = time.monotonic()
-        headers = auth_header(self.api_key)
         try:
-            httpx.post(
-                self.base_url + "/inference/v1/generate",
-                json=WARMUP_BODY,
-                headers=headers,
-                timeout=self.warmup_timeout_s,
-            )
-        except httpx.HTTPError as exc:
+            self.client.post("/inference/v1/generate", WARMUP_BODY, timeout=self.warmup_timeout_s)
+        except ServerBroke as exc:
             raise ServerStartError(
-                f"warm-up request failed: {exc!r}; log tail:\n{self.log_tail()}"
+                f"warm-up request failed: {exc}; log tail:\n{self.log_tail()}"
             ) from exc
         self.timings.warmup_s.append(round(time.monotonic() - t0, 2))
         if not self.alive:

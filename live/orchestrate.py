@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from conformance.http import Timeouts
 from conformance.reporting import json_report, terminal
 from conformance.reporting.progress import Progress
 from conformance.results import Report
@@ -53,7 +54,7 @@ def run_profile(
         api_key=profile.api_key,
         expect=profile.claims,
         timeout=args.timeout,
-        stream_deadline=args.stream_deadline,
+        stream_deadline=Timeouts(args.timeout, stream=args.stream_deadline).stream,
         deadline_s=args.deadline,
         profile=profile.name,
         # One session, as the known deviations were recorded (`run --workers` side by side
@@ -72,7 +73,11 @@ def run_profile(
                 progress.update("mock-vs-real diff")
                 t1 = time.monotonic()
                 version = run.report.server.version
-                diffs.append(diff_against_mock(server, profile, out, vllm_version=version))
+                diffs.append(
+                    diff_against_mock(
+                        server, profile, out, vllm_version=version, request_timeout_s=args.timeout
+                    )
+                )
                 run.timings["diff_s"] = round(time.monotonic() - t1, 2)
             if fuzzing is not None:
                 if not server.alive:

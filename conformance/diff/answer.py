@@ -9,7 +9,9 @@ from functools import cached_property
 from typing import Any
 
 import httpx
-from httpx_sse import EventSource
+
+from ..http import Reply
+from ..http import sse_events as decoded
 
 SSE_MEDIA_TYPE = "text/event-stream"
 NOT_JSON: Any = object()
@@ -82,18 +84,24 @@ class Answer:
     @classmethod
     def from_response(cls, response: httpx.Response) -> Answer:
         """Build from a fully read httpx response; SSE bodies are decoded by httpx-sse."""
-        content_type = response.headers.get("content-type")
-        body = response.content
+        return cls.of(response.status_code, response.headers.get("content-type"), response.content)
+
+    @classmethod
+    def from_reply(cls, reply: Reply) -> Answer:
+        """Build from the kit client's recorded, bounded answer (`conformance.http.Reply`)."""
+        return cls.of(reply.status, reply.headers.get("content-type"), reply.body)
+
+    @classmethod
+    def of(cls, status: int, content_type: str | None, body: bytes) -> Answer:
         if content_type and content_type.split(";")[0].strip().lower() == SSE_MEDIA_TYPE:
-            return cls(response.status_code, content_type, b"", sse_events(body), body)
-        return cls(response.status_code, content_type, body)
+            return cls(status, content_type, b"", sse_events(body), body)
+        return cls(status, content_type, body)
 
 
 def sse_events(raw: bytes) -> tuple[dict[str, Any], ...]:
-    """Decode SSE bytes with httpx-sse into event objects (the OpenAPI 3.2 item shape)."""
-    response = httpx.Response(200, headers={"content-type": SSE_MEDIA_TYPE}, content=raw)
+    """Decode SSE bytes with the kit's decoder into event objects (the OpenAPI 3.2 item shape)."""
     events: list[dict[str, Any]] = []
-    for sse in EventSource(response).iter_sse():
+    for sse in decoded(raw):
         event: dict[str, Any] = {"data": sse.data}
         if sse.event != "message":
             event["event"] = sse.event

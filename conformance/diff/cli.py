@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from ..http import DEFAULT_TIMEOUT_S, ServerBroke
 from ..structure import Answer, Difference, compare_answers
 from .case import PROFILES, Case
 from .corpus import CORPUS, cases_for
@@ -50,7 +51,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="leave these cases out (repeatable): e.g. one that crashes the reference server",
     )
-    parser.add_argument("--timeout", type=float, default=60.0, help="per-request timeout, s")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        help="per-request timeout, s (default %(default)s)",
+    )
     parser.add_argument(
         "--no-key-order",
         action="store_true",
@@ -117,7 +123,7 @@ def run_case(case: Case, reference: Target, candidate: Target, key_order: bool) 
     for side, target in (("reference", reference), ("candidate", candidate)):
         try:
             answers[side] = send(case, target)
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, ServerBroke) as exc:  # ServerBroke: sent by the kit's client
             answers[side] = f"{type(exc).__name__}: {exc}"
     left, right = answers["reference"], answers["candidate"]
     if isinstance(left, Answer) and isinstance(right, Answer):

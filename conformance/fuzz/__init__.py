@@ -6,6 +6,7 @@ small budget and merges into its report.
 
 from __future__ import annotations
 
+from ..http import DEFAULT_TIMEOUT_S
 from ..results import Report
 from .cli import main
 from .merge import merge
@@ -23,7 +24,7 @@ def fuzz_report(
     vocab_size: int | None = None,
     oov_group: bool = False,
     operations: tuple[str, ...] = (),
-    timeout_s: float = 15.0,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
     facts: ServerFacts | None = None,
 ) -> Report:
     """A fuzz run as a `conformance.results.Report` (one per server), for the suite's `run`.

@@ -12,6 +12,7 @@ from typing import Any
 
 import openapi
 
+from ..api import schema_problems
 from ..http import sse_data
 
 PREFIX = "generate-tokens-"
@@ -136,15 +137,48 @@ def framing_problem(content: bytes) -> str:
 
 
 def chunk_problem(content: bytes) -> str:
-    """The first event of a stream that is not a valid chunk ("" when none)."""
-    validator = openapi.sse_event_validator()
+    """The first event of a stream that is not a valid chunk, at its leaf ("" when none)."""
+    schema = _schema_of(GENERATE, "post", 200, SSE)
     for index, data in enumerate(_events(RawBody(content))):
-        if data == DONE or "\n" in data:
+        if data == DONE or "\n" in data or schema is None:
             continue
-        error = next(iter(validator.iter_errors({"data": data})), None)
-        if error is not None:
-            return f"event {index} is not a valid chunk: {error.message[:200]}"
+        problems = schema_problems(schema, {"data": data}, limit=2)
+        if problems:
+            return f"event {index} is not a valid chunk: {'; '.join(problems)}"
     return ""
+
+
+SSE = "text/event-stream"
+
+
+def answer_problems(response: Any, case: Any, limit: int = 3) -> list[str]:
+    """Where an answer departs from the schema the spec documents for it, each at its leaf:
+    the JSON path, the rule broken and the value (the suite's `api.schema_problems`, never a
+    whole body against a whole `oneOf`). An SSE answer is judged event by event."""
+    media = _header(response, "content-type").split(";")[0].strip().lower()
+    schema = _schema_of(case.path, case.method, response.status_code, media)
+    if schema is None:
+        return []
+    if media != SSE:
+        body = _json(response)
+        return schema_problems(schema, body, limit) if body is not None else []
+    for index, data in enumerate(_events(response)):
+        problems = [] if data == DONE else schema_problems(schema, {"data": data}, limit)
+        if problems:
+            return [f"event {index} {problem}" for problem in problems]
+    return []
+
+
+def _schema_of(path: str, method: str, status: int, media: str) -> str | None:
+    """The JSON pointer of the schema of one documented answer (an SSE one: of one event)."""
+    found = openapi.media_schema(path, method, status, media)
+    if found is None:
+        return None
+    pointer, content = found
+    key = "itemSchema" if media == SSE else "schema"
+    if key not in content:
+        return None
+    return f"{pointer}/content/{media.replace('/', '~1')}/{key}"
 
 
 class RawBody:

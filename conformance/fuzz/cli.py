@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..http import DEFAULT_TIMEOUT_S
 from .settings import CI_MAX_EXAMPLES, FuzzConfig
 
 
@@ -47,8 +48,18 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="skip the out-of-vocabulary group (it crashes vLLM 0.32 --tokens-only)",
     )
-    p.add_argument("--timeout", type=float, default=15.0, help="per-request timeout, s")
-    p.add_argument("--answer-budget", type=float, default=10.0, help="per-answer budget, s")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        help="per-request timeout, s (default %(default)s)",
+    )
+    p.add_argument(
+        "--answer-budget",
+        type=float,
+        default=0.0,
+        help="per-answer budget, s (default: 2/3 of --timeout)",
+    )
     p.add_argument("--json-report", type=Path, metavar="PATH")
     p.add_argument("--junit-xml", type=Path, metavar="PATH")
     return p

@@ -25,9 +25,9 @@ from schemathesis.core.failures import CustomFailure, Failure, FailureGroup
 
 import openapi
 
-from ..http import auth_header
-from . import generation, lax, sanitize
-from .checks import OUR_CHECKS, stream_payloads
+from ..http import IN_PROCESS_URL, Client, ServerBroke, Unsendable, auth_header
+from . import generation, lax, sanitize, wire
+from .checks import OUR_CHECKS, answer_problems, stream_payloads
 from .expectations import operations, request_schema, schemathesis_config, serving
 from .findings import Finding, GroupStats, requirements_for
 from .settings import VLLM_MAX_LOGPROBS, FuzzConfig, ServerFacts
@@ -87,10 +87,18 @@ class Fuzzer:
     findings: dict[tuple[str, str, str, int | None], Finding] = field(default_factory=dict)
     stats: list[GroupStats] = field(default_factory=list)
     server_gone: str = ""
+    unsendable: int = 0
+    """Drawn cases no HTTP/1.1 client can send (a control character in a header): unjudged."""
 
     def __post_init__(self) -> None:
         cfg = self.config
         headers = dict(cfg.extra_headers)
+        self.base_url = IN_PROCESS_URL if cfg.app is not None else cfg.base_url
+        # Every case goes out through the kit's client; the fuzzer judges a timeout itself
+        # (`transport_error`, then /health), so the client never stops sending on its own.
+        self.client = Client(
+            self.base_url, timeout=cfg.timeouts, app=cfg.app, stop_after=None, keep_log=False
+        )
         self.auth = auth_header(cfg.api_key)
         self.headers = headers
         st_config = schemathesis.Config.from_dict(
@@ -98,46 +106,28 @@ class Fuzzer:
                 self.facts,
                 seed=cfg.seed,
                 max_examples=cfg.max_examples,
-                answer_budget_s=cfg.answer_budget_s,
-                request_timeout_s=cfg.request_timeout_s,
+                answer_budget_s=cfg.timeouts.answer,
+                request_timeout_s=cfg.timeouts.request,
                 headers=headers,
-                base_url=None if cfg.app is not None else cfg.base_url,
+                base_url=self.base_url,
             )
         )
         self.schema = schemathesis.openapi.from_dict(
             copy.deepcopy(openapi.load_spec()), config=st_config
         )
-        if cfg.app is not None:
-            self.schema.app = cfg.app
         self.checks: list[Checker] = [*builtin_checks(), *OUR_CHECKS]
-        self._session: Any = None
-        self._local = threading.local()  # over HTTP, one requests session per sender thread
-        self._sessions: list[Any] = []
         self._lock = threading.Lock()
 
     # ---- sending -------------------------------------------------------------------------
     def call(self, case: Any) -> Any:
-        if self.config.app is not None:
-            if self._session is None:
-                self._session = self._open_session()
-            return case.call(session=self._session, headers=self.headers)
-        session = getattr(self._local, "session", None)
-        if session is None:
-            session = self._local.session = self._open_session()
-            with self._lock:
-                self._sessions.append(session)
-        return case.call(
-            base_url=self.config.base_url,
-            session=session,
-            headers=self.headers,
-            timeout=self.config.request_timeout_s,
-        )
+        """The server's answer to `case`, through the kit's client (`wire`)."""
+        return wire.send(self.client, case, self.headers)
 
     def senders(self) -> int:
         """How many cases go out at once: over HTTP, as many as the server runs side by side
         (its learned max_num_seqs, over the 4 choices a positive case may ask for; 8 when no
         limit was found), so none waits in its queue past the answer budget. In-process, one:
-        the app and the fuzzer share a thread."""
+        the app has one event loop, and one case at a time keeps the answers in draw order."""
         if self.config.app is not None:
             return 1
         if self.config.senders is not None:
@@ -145,28 +135,8 @@ class Fuzzer:
         max_n = self.facts.limits.max_n
         return MAX_SENDERS if max_n is None else max(1, min(MAX_SENDERS, max_n // 4))
 
-    def _open_session(self) -> Any:
-        """One session for the run. In-process, schemathesis would otherwise build an ASGI
-        client per call; `trust_env` off skips requests' proxy lookup in the environment on
-        every call (loopback or in-process: there is no proxy to find)."""
-        if self.config.app is not None:
-            from schemathesis.python import asgi
-
-            session: Any = asgi.get_client(self.config.app).__enter__()
-        else:
-            import requests
-
-            session = requests.Session()
-        session.trust_env = False
-        return session
-
     def close(self) -> None:
-        for session in self._sessions:
-            session.close()
-        if self._session is not None:
-            if self.config.app is not None:
-                self._session.__exit__(None, None, None)
-            self._session.close()
+        self.client.close()
 
     def alive(self) -> bool:
         op = self.schema["/health"]["GET"]
@@ -229,7 +199,7 @@ class Fuzzer:
                     group,
                     _check_name(failure),
                     response.status_code,
-                    f"{failure.title}: {failure.message}\n"
+                    f"{_what_failed(failure, response, case)}\n"
                     f"Answer: {response.status_code} {_snippet(response)}",
                     curl,
                     index,
@@ -254,6 +224,8 @@ class Fuzzer:
     ) -> None:
         """In-process, an unhandled exception of the app is what a 500 is over HTTP."""
         message = f"the app raised {type(exc).__name__}: {exc}"
+        if isinstance(exc, ServerBroke):
+            message = f"the app raised: {exc}"
         self._unanswered(op_id, group, case, ("not_a_server_error", 500), message, index)
 
     def _unanswered(
@@ -271,8 +243,8 @@ class Fuzzer:
         stream = wants_stream(case)
         self.record(op_id, case.operation.label, group, name, status, message, curl, index, stream)
 
-    def _base(self) -> str | None:
-        return None if self.config.app is not None else self.config.base_url
+    def _base(self) -> str:
+        return self.base_url
 
     # ---- groups --------------------------------------------------------------------------
     def run_group(
@@ -378,8 +350,12 @@ class Fuzzer:
                 raise response
         except ServerGone:
             raise
+        except Unsendable:  # never left the client: the server is not to blame
+            with self._lock:
+                self.unsendable += 1
+            return
         except Exception as exc:  # a timeout, a refused or reset connection
-            if self.config.app is not None and not _is_transport(exc):
+            if self.config.app is not None and _app_raised(exc):
                 self.server_exception(op_id, group, case, exc, index)
                 return
             self.transport_error(op_id, group, case, exc, index)
@@ -443,16 +419,33 @@ def _snippet(response: Any) -> str:
     return repr(bytes(response.content or b"")[:300])
 
 
+def _what_failed(failure: Failure, response: Any, case: Any) -> str:
+    """A failure in one line or a few: a schema failure at its leaves, as the suite reports
+    them, never schemathesis's dump of the whole body beside the whole schema."""
+    if type(failure).__name__ != "JsonSchemaError":
+        return f"{failure.title}: {failure.message}"
+    leaves = answer_problems(response, case)
+    if not leaves:  # our reading of the spec found nothing: say where schemathesis's did
+        where = "/" + "/".join(str(p) for p in getattr(failure, "instance_path", []))
+        rule = "/".join(str(p) for p in getattr(failure, "schema_path", [])[-2:])
+        leaves = [f"at {where}: breaks {rule or 'the schema'}"]
+    return f"{failure.title}: {'; '.join(leaves)}"
+
+
 def _check_name(failure: Failure) -> str:
     if isinstance(failure, CustomFailure):
         return failure.title.removeprefix("Custom check failed: ").strip("`")
     return _CHECK_OF_FAILURE.get(type(failure).__name__, type(failure).__name__)
 
 
-def _is_transport(exc: Exception) -> bool:
+def _app_raised(exc: Exception) -> bool:
+    """In-process, whether the app itself failed (what a 500 is over HTTP), not the sending:
+    the streaming transport hands an app's exception on as a broken connection."""
     import requests
 
-    return isinstance(exc, (requests.RequestException, OSError, TimeoutError))
+    if isinstance(exc, ServerBroke):
+        return not exc.timed_out and "the app failed" in str(exc)
+    return not isinstance(exc, (requests.RequestException, OSError, TimeoutError))
 
 
 def _negative_in(case: Any, location: str) -> bool:

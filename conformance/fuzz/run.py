@@ -38,6 +38,7 @@ class FuzzResult:
     duration_s: float
     server_gone: str = ""
     harness_error: str = ""
+    unsendable: int = 0
 
     def cases_per_operation(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -119,6 +120,7 @@ def fuzz(config: FuzzConfig) -> FuzzResult:
         started_at,
         round(time.monotonic() - t0, 3),
         fz.server_gone,
+        unsendable=fz.unsendable,
     )
 
 
@@ -200,6 +202,8 @@ def summary_text(result: FuzzResult) -> str:
         )
     if result.server_gone:
         lines.append(f"  server gone: {result.server_gone}")
+    if result.unsendable:
+        lines.append(f"  {result.unsendable} case(s) no HTTP/1.1 client can send: not judged")
     lines.append(f"{len(result.findings)} distinct failure(s)")
     for f in result.findings:
         lines.append(

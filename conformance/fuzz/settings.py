@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..http import DEFAULT_TIMEOUT_S, Timeouts
 from ..limits import Limits
 
 SAFE_VOCAB = 256
@@ -65,8 +66,8 @@ class FuzzConfig:
     seed: int = 0
     max_tokens: int = 4  # generated max_tokens are clamped to [1, max_tokens]
     max_prompt: int = 32  # generated prompts are cut to this many ids
-    answer_budget_s: float = 10.0  # per answer (schemathesis max_response_time)
-    request_timeout_s: float = 15.0
+    request_timeout_s: float = DEFAULT_TIMEOUT_S
+    answer_budget_s: float = 0.0  # per answer (schemathesis max_response_time); 0: derived
     operations: tuple[str, ...] = ()  # operationIds to fuzz; empty: every operation
     negative: bool = True
     oov_group: bool = True
@@ -74,6 +75,11 @@ class FuzzConfig:
     facts: ServerFacts | None = None  # None: probe the server
     senders: int | None = None  # cases sent at once; None: from the learned limits
     extra_headers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def timeouts(self) -> Timeouts:
+        """The run's waits: the kit's one timeout configuration (`conformance.http.Timeouts`)."""
+        return Timeouts(self.request_timeout_s, answer=self.answer_budget_s)
 
     @property
     def target(self) -> str:
