@@ -166,8 +166,9 @@ def _at(instance: Any, path: Any) -> Any:
 
 def _deciding(validator: Any, leaf: ValidationError) -> set[str]:
     """The keys whose values chose the rule the leaf broke: an `if`'s (a final chunk's rules
-    hold because of its finish_reason) and a discriminator's (a text-mode body's rules,
-    because of its output_mode). A wrong value there shows up as a broken rule elsewhere."""
+    hold because of its finish_reason), a discriminator's and a sibling `const`'s (a text-mode
+    body's rules, because of its output_mode). A wrong value there shows up as a broken rule
+    elsewhere."""
     found: set[str] = set()
     node: Any = validator.schema
     for part in leaf.absolute_schema_path:
@@ -183,6 +184,9 @@ def _deciding(validator: Any, leaf: ValidationError) -> set[str]:
             found |= set(cond.get("properties", {})) | set(cond.get("required", []))
         if isinstance(node, dict) and isinstance(node.get("discriminator"), dict):
             found.add(str(node["discriminator"].get("propertyName")))
+        if isinstance(node, dict) and part == "properties" and isinstance(node.get(part), dict):
+            # a sibling `const` (a chunk's output_mode) says which kind of object this is
+            found |= {k for k, v in node[part].items() if isinstance(v, dict) and "const" in v}
         try:
             node = node[part]
         except (KeyError, IndexError, TypeError):

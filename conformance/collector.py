@@ -201,6 +201,8 @@ class Collector:
         if len(log) > 1:
             reproducer += f"\n# the exchange before it: {log[-2].curl()}"
         status = Status.FAIL if failure else Status.ERROR
+        if failure and self.session is not None:
+            self.session.failing.update(ids)
         inconclusive = excinfo is not None and excinfo.errisinstance(Inconclusive)
         result = CheckResult(
             name, status, message.strip(), reproducer, duration_s=took, inconclusive=inconclusive

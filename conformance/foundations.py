@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from . import api
-from .requirements import all_requirements
+from .requirements import all_requirements, by_id
 from .semantics import check_spans, choices_of, ids_of, over_max_logprobs
 from .session import BLOCKED_PREFIX, Session
 
@@ -51,14 +51,39 @@ def _choices_listed(s: Session) -> str | None:
 
 GROUND = "GEN-001"
 """What every check that reads a generate answer stands on (see `implied`)."""
+TEXT_GROUND = "TEXT-001"
+"""What every check that reads a text-mode answer stands on."""
 
 
 def implied(s: Session, deciding: tuple[str, ...]) -> tuple[str, ...]:
-    """The ground every check stands on without naming it: a generate answer with choices.
-    Only where generate works, and not for the checks that judge that ground themselves."""
+    """The ground every check stands on without naming it: a generate answer with choices, and
+    for a check of a text-mode answer, text on its choices (TEXT-001). Only where generate
+    works, and not for the checks that judge that ground themselves (nor for a check whose
+    requirement demands an error status: it reads no answer)."""
     if s.features.generate != "enabled" or {GROUND, "SCHEMA-GEN-001"} & set(deciding):
         return ()
-    return (GROUND,)
+    grounds = [GROUND]
+    reqs = [by_id()[rid] for rid in deciding]
+    reads_text = any("text-mode" in r.needs and r.expected_status is None for r in reqs)
+    if reads_text and TEXT_GROUND not in deciding and "text-mode" in s.features.names():
+        grounds.append(TEXT_GROUND)
+    return tuple(grounds)
+
+
+def usage_broken(s: Session) -> str | None:
+    """Checks that count a choice's tokens against something else (max_tokens, logprobs,
+    spans, a stream, text mode) stand on an answer that agrees with itself: when token_ids
+    and usage disagree, which one is wrong is GEN-RESP-003's to say, not each count's (and its
+    check judges this answer too, so a check blocked on it names a requirement that fails)."""
+    data = s.remember("foundation-body", lambda: api.generate(s, api.body(4), what="minimal"))
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        return None  # its form is SCHEMA-GEN-001's
+    returned = sum(len(c.get("token_ids") or []) for c in choices_of(data))
+    if usage.get("completion_tokens") != returned:
+        counted = usage.get("completion_tokens")
+        return f"a minimal generate returned {returned} tokens and counts {counted!r}"
+    return None
 
 
 def _finish_reasons(s: Session) -> str | None:
@@ -138,13 +163,22 @@ def _deltas(s: Session) -> str | None:
     return None
 
 
-def _text_mode(s: Session) -> dict[str, Any]:
+def _text_answer(s: Session) -> dict[str, Any]:
     payload = api.body(8, ignore_eos=True) | {"output_mode": "text"}
-    return s.remember("foundation-text", lambda: choices_of(api.generate(s, payload))[0])
+    return s.remember("foundation-text-answer", lambda: api.generate(s, payload))
 
 
-def _text_present(s: Session) -> str | None:
-    text = _text_mode(s).get("text")
+def _text_mode(s: Session) -> dict[str, Any]:
+    return choices_of(_text_answer(s))[0]
+
+
+def text_broken(s: Session) -> str | None:
+    """What is wrong with a minimal text-mode answer's text (TEXT-001's ground, and judged by
+    its check, so a check blocked on it names a requirement that fails)."""
+    choices = _text_answer(s).get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return f"a minimal text-mode answer has choices {choices!r:.80}, none to carry text"
+    text = choices[0].get("text")
     return None if isinstance(text, str) else f"a text-mode choice has text {text!r}"
 
 
@@ -200,6 +234,7 @@ def _abort_route(s: Session) -> str | None:
 
 PROBES: dict[str, Probe] = {
     "choices-listed": _choices_listed,
+    "usage-counts": usage_broken,
     "abort-route": _abort_route,
     "gated": _gated,
     "key-demanded": _key_demanded,
@@ -215,7 +250,7 @@ PROBES: dict[str, Probe] = {
     "stream-events": _stream_events,
     "stream-done": _stream_done,
     "deltas": _deltas,
-    "text-present": _text_present,
+    "text-present": text_broken,
     "text-deltas": _text_deltas,
 }
 """Every foundation probe, by the name a requirement's `ground` gives."""

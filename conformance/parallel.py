@@ -33,7 +33,7 @@ from .collector import Collector
 from .features import Features
 from .limits import Limits
 from .registry import all_checks
-from .results import CheckResult
+from .results import CheckResult, Status
 from .session import Session, SuiteConfig
 
 SERIAL = ("test_server_wide.py", "test_errors.py", "test_schema.py")
@@ -182,6 +182,9 @@ def merge(
     errors = []
     for shard in shards:
         outcomes += shard.outcomes
+        session.failing.update(
+            rid for ids, r in shard.outcomes if r.status is Status.FAIL for rid in ids
+        )
         for schema, bodies in shard.observed.items():
             for what, body in bodies:
                 session.observe(schema, what, body)

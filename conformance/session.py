@@ -65,6 +65,7 @@ class Session:
     # check fails, to tell a malformed answer (SCHEMA-*'s) from the check's own requirement
     recent: list[tuple[str, str, Any]] = field(default_factory=list)
     malformed: list[tuple[str, str, Any]] = field(default_factory=list)
+    failing: set[str] = field(default_factory=set)  # requirement IDs a check failed so far
 
     @classmethod
     def open(cls, config: SuiteConfig) -> Session:

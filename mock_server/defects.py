@@ -37,7 +37,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "request-id-no-prefix",
         "request_id returned without the generate-tokens- prefix",
         breaks=("request_id",),
-        requirements=("GEN-RESP-004", "SCHEMA-GEN-001", "SCHEMA-STREAM-001"),
+        requirements=("GEN-RESP-004",),
     ),
     Defect(
         "request-id-body-wins",
@@ -55,7 +55,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "finish-reason-null",
         "non-streamed choices carry finish_reason: null",
         breaks=("finish_reason",),
-        requirements=("GEN-RESP-002", "SCHEMA-GEN-001"),
+        requirements=("GEN-RESP-002",),
     ),
     Defect(
         "max-tokens-default-16",
@@ -100,7 +100,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "output-mode-wrong-echo",
         "echoes tokens even when text was requested (text still sent)",
         breaks=("output_mode",),
-        requirements=("TEXT-007", "SCHEMA-GEN-001", "SCHEMA-STREAM-001"),
+        requirements=("TEXT-007",),
     ),
     Defect(
         "unknown-field-rejected",
@@ -112,7 +112,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "tokens-mode-text",
         "tokens-mode choices also carry the decoded text",
         breaks=("output_mode",),
-        requirements=("GEN-002", "SCHEMA-GEN-001", "SCHEMA-STREAM-001"),
+        requirements=("GEN-002",),
     ),
     Defect(
         "token-ids-missing-accepted",
@@ -142,7 +142,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "token-ids-as-strings",
         'choices carry token_ids as decimal strings ("17")',
         breaks=("token_ids",),
-        requirements=("GEN-RESP-001", "SCHEMA-GEN-001", "SCHEMA-STREAM-001"),
+        requirements=("GEN-RESP-001",),
     ),
     Defect(
         "request-id-header-ignored",
@@ -203,13 +203,13 @@ _CATALOGUE: tuple[Defect, ...] = (
         "length-stop-reason-set",
         "finish_reason length comes with stop_reason 0",
         breaks=("stop_reason",),
-        requirements=("STOP-004", "SCHEMA-GEN-001", "SCHEMA-STREAM-001"),
+        requirements=("STOP-004",),
     ),
     Defect(
         "abort-stop-reason-set",
         'aborted choices carry stop_reason "abort"',
         breaks=("stop_reason",),
-        requirements=("STOP-005", "SCHEMA-GEN-001", "SCHEMA-STREAM-001"),
+        requirements=("STOP-005",),
     ),
     Defect(
         "include-stop-str-ignored",
@@ -222,7 +222,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "logprobs-legacy-token-id",
         "tokens-mode logprobs use token_id:N strings",
         breaks=("logprobs",),
-        requirements=("LOGP-001", "SCHEMA-GEN-001", "SCHEMA-STREAM-001"),
+        requirements=("LOGP-001",),
     ),
     Defect(
         "logprobs-positive",
@@ -271,7 +271,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "tokens-logprobs-with-token",
         'tokens-mode entries also carry "token" and "bytes": null',
         breaks=("logprobs",),
-        requirements=("LOGP-005", "SCHEMA-GEN-001", "SCHEMA-STREAM-001"),
+        requirements=("LOGP-005",),
     ),
     # streaming
     Defect(
@@ -296,13 +296,13 @@ _CATALOGUE: tuple[Defect, ...] = (
         "stream-weight-versions-every-chunk",
         "non-final chunks carry weight_versions",
         breaks=("weight_versions",),
-        requirements=("WV-005", "SCHEMA-STREAM-001"),
+        requirements=("WV-005",),
     ),
     Defect(
         "stream-finish-reason-early",
         "a non-final chunk carries a finish_reason",
         breaks=("stream",),
-        requirements=("STREAM-005", "SCHEMA-STREAM-001"),
+        requirements=("STREAM-005",),
     ),
     Defect(
         "stream-no-usage-chunk",
@@ -314,7 +314,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "stream-multi-choice-chunk",
         "with n > 1 one chunk carries several choices",
         breaks=("stream",),
-        requirements=("STREAM-006", "SCHEMA-STREAM-001"),
+        requirements=("STREAM-006",),
     ),
     Defect(
         "stream-error-as-http",
@@ -338,7 +338,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "stream-chunk-no-output-mode",
         "stream chunks omit output_mode",
         breaks=("output_mode",),
-        requirements=("TEXT-006", "SCHEMA-STREAM-001"),
+        requirements=("TEXT-006",),
     ),
     Defect(
         "stream-held-text-lost",
@@ -350,7 +350,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "stream-no-final-weight-versions",
         "the last chunk of a choice carries weight_versions: null",
         breaks=("weight_versions",),
-        requirements=("WV-003", "SCHEMA-STREAM-001"),
+        requirements=("WV-003",),
     ),
     Defect(
         "stream-weight-versions-short",
@@ -363,19 +363,19 @@ _CATALOGUE: tuple[Defect, ...] = (
         "text-no-bytes",
         "text-mode logprobs lack bytes",
         breaks=("text logprobs",),
-        requirements=("TEXT-002", "SCHEMA-GEN-001", "SCHEMA-STREAM-001"),
+        requirements=("TEXT-002",),
     ),
     Defect(
         "text-logprobs-tokens-shape",
         "text mode returns the tokens-mode logprobs shape",
         breaks=("text logprobs",),
-        requirements=("TEXT-003", "SCHEMA-GEN-001", "SCHEMA-STREAM-001"),
+        requirements=("TEXT-003",),
     ),
     Defect(
         "text-missing",
         "text mode omits text on choices",
         breaks=("text",),
-        requirements=("TEXT-001", "SCHEMA-GEN-001", "SCHEMA-STREAM-001"),
+        requirements=("TEXT-001",),
     ),
     Defect(
         "skip-special-ignored",
@@ -413,7 +413,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "weight-versions-missing",
         "the final output has no weight_versions",
         breaks=("weight_versions",),
-        requirements=("WV-001", "SCHEMA-GEN-001", "SCHEMA-STREAM-001"),
+        requirements=("WV-001",),
     ),
     Defect(
         "weight-versions-gap",

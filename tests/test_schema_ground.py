@@ -50,8 +50,13 @@ def test_without_the_form_requirement_in_the_run_the_check_fails() -> None:
 
 @pytest.mark.parametrize("fault", ["generate.choices[].finish_reason:null"])
 def test_a_requirement_about_the_field_still_fails(fault: str) -> None:
-    """GEN-RESP-002 governs finish_reason: malformed there, it fails beside SCHEMA-GEN-001."""
+    """GEN-RESP-002 governs finish_reason: malformed there, it fails, and SCHEMA-GEN-001 (the
+    form of everything else) is blocked naming it; with GEN-RESP-002 out of the run, the form
+    fails at the leaf."""
     report = _run(fault, {"GEN-RESP-002", "SCHEMA-GEN-001", "GEN-RESP-003"})
-    assert report.result("SCHEMA-GEN-001").status is Status.FAIL
     assert report.result("GEN-RESP-002").status is Status.FAIL
+    form = report.result("SCHEMA-GEN-001")
+    assert form.status is Status.SKIP and "(GEN-RESP-002)" in form.reason, form.reason
     assert report.result("GEN-RESP-003").status is Status.PASS  # usage is well formed
+    alone = _run(fault, {"SCHEMA-GEN-001"}).result("SCHEMA-GEN-001")
+    assert alone.status is Status.FAIL and "/finish_reason" in alone.reason

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conformance import api
+from conformance import api, foundations
 from conformance.foundations import builds_on
 from conformance.outputs import FLAG_OUTPUTS
 from conformance.registry import checks
@@ -63,7 +63,7 @@ def max_tokens_case(s: Session) -> list[dict]:
     )
 
 
-@checks("GEN-REQ-005")
+@checks("GEN-REQ-005", builds_on=("GEN-RESP-003",))
 def test_max_tokens_bounds_output(tito: Session) -> None:
     for choice in max_tokens_case(tito):
         ids, reason = ids_of(choice), choice.get("finish_reason")
@@ -192,6 +192,9 @@ def test_finish_reason_set(tito: Session) -> None:
 def test_usage_counts(tito: Session) -> None:
     check_usage(basic(tito), len(api.PROMPT))
     check_usage(api.generate(tito, api.seeded(5, n=tito.limits.n(2))), len(api.PROMPT))
+    why = foundations.usage_broken(tito)  # what the token counts stand on, judged here too
+    if why is not None:
+        fail(why)
 
 
 def names(returned: object, rid: str) -> bool:

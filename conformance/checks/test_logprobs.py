@@ -40,7 +40,7 @@ def test_token_id_is_integer(tito: Session) -> None:
         semantics.check_integer_ids(content, where)
 
 
-@checks("LOGP-002")
+@checks("LOGP-002", builds_on=("GEN-RESP-003",))
 def test_one_entry_per_token(tito: Session) -> None:
     for where, content, ids in entries(tito):
         semantics.check_count(content, ids, where)

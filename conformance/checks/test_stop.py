@@ -49,7 +49,7 @@ def test_stop_token_reason(tito: Session) -> None:
         )
 
 
-@checks("STOP-002", builds_on=("GEN-REQ-007",))
+@checks("STOP-002", builds_on=("GEN-REQ-007", "GEN-RESP-003"))
 def test_stop_token_kept(tito: Session) -> None:
     ref, position, token, choice = stop_token_case(tito)
     if len(ids_of(choice)) > position + 1 and choice.get("finish_reason") != "stop":

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conformance import api
+from conformance import api, foundations
 from conformance.foundations import builds_on
 from conformance.registry import checks
 from conformance.semantics import as_bytes, choices_of, fail, ids_of
@@ -51,6 +51,9 @@ def test_text_on_every_choice(tito: Session) -> None:
     for i, choice in enumerate(choices_of(text_response(tito))):
         if not isinstance(choice.get("text"), str):
             fail(f"choice {i} of a text-mode response has text {choice.get('text')!r}")
+    why = foundations.text_broken(tito)  # what the text-mode checks stand on, judged here too
+    if why is not None:
+        fail(why)
 
 
 @checks("TEXT-002")
@@ -80,7 +83,7 @@ def test_text_logprobs_shape(tito: Session) -> None:
             fail(f"{where}: bytes {raw} are not the UTF-8 of token {token!r}")
 
 
-@checks("TEXT-004", builds_on=("GEN-REQ-007",))
+@checks("TEXT-004", builds_on=("GEN-REQ-007", "GEN-RESP-003"))
 def test_text_mode_same_tokens(tito: Session) -> None:
     payload = text_payload(tito) | {"output_mode": "tokens"}
     tokens = api.generate(tito, payload)

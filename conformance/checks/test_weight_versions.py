@@ -46,7 +46,7 @@ def spans_or_blocked(s: Session, spans: object, ground: str = "WV-001") -> None:
         builds_on(s, ground)
 
 
-@checks("WV-002", needs=("generate",))
+@checks("WV-002", needs=("generate",), builds_on=("GEN-RESP-003",))
 def test_spans_cover_output(tito: Session) -> None:
     for data in responses(tito):
         for choice in choices_of(data):

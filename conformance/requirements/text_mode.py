@@ -70,7 +70,7 @@ REQUIREMENTS = [
         "every stream chunk carries output_mode",
         needs=("generate",),
         defects=("output-mode-not-echoed", "stream-chunk-no-output-mode"),
-        fields=("output_mode",),
+        fields=("output_mode", "text"),
     ),
     Requirement(
         "TEXT-007",
@@ -81,7 +81,7 @@ REQUIREMENTS = [
         needs=("text-mode",),
         diff=("output-mode-tokens",),
         defects=("output-mode-wrong-echo",),
-        fields=("output_mode",),
+        fields=("output_mode", "text"),
     ),
     Requirement(
         "TEXT-008",
