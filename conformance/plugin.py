@@ -8,13 +8,20 @@ from __future__ import annotations
 
 import pytest
 
+from .timeouts import DEFAULT_TIMEOUT_S
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("tito", "TITO conformance suite")
     group.addoption("--tito-base-url", default=None, help="run the TITO checks against this URL")
     group.addoption("--tito-api-key", default=None, help="API key of the server under test")
     group.addoption("--tito-expect", default="", help="comma-separated features the server claims")
-    group.addoption("--tito-timeout", type=float, default=10.0, help="per-request timeout (s)")
+    group.addoption(
+        "--tito-timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        help="per-request timeout (s); every other wait follows from it",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-import httpx
+from .http import Client, ServerBroke
 
 PROC = Path("/proc")
 _RUNNING: weakref.WeakSet[ServerProcess] = weakref.WeakSet()
@@ -108,10 +108,15 @@ class ServerProcess:
         )
 
     def healthy(self, timeout: float = 2.0) -> bool:
+        """/health answers with an up status, through the kit's client (one per call: a
+        keep-alive connection must not outlive a restart)."""
+        client = Client(self.base_url, timeout=timeout, stop_after=None, keep_log=False)
         try:
-            status = httpx.get(self.base_url + self.health_path, timeout=timeout).status_code
-        except httpx.HTTPError:
+            status = client.get(self.health_path, auth=False).status
+        except ServerBroke:
             return False
+        finally:
+            client.close()
         return status in self.up_statuses
 
     @property

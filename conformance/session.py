@@ -12,7 +12,7 @@ from typing import Any, NoReturn, TypeVar
 import pytest
 
 from .features import KNOWN_FEATURES, Features, probe
-from .http import Client
+from .http import DEFAULT_TIMEOUT_S, Client, Timeouts
 from .limits import Limits, probe_limits
 from .registry import Needs
 
@@ -26,8 +26,8 @@ class SuiteConfig:
     base_url: str
     api_key: str | None = None
     expect: frozenset[str] = frozenset()
-    timeout: float = 10.0  # per request
-    stream_deadline: float = 30.0  # per stream, wall clock
+    timeout: float = DEFAULT_TIMEOUT_S  # per request (`http.Timeouts.request`)
+    stream_deadline: float = 0.0  # per stream, wall clock; 0: from `timeout` (`Timeouts.stream`)
     deadline_s: float = 600.0  # whole run
     warmup_timeout: float = 30.0  # the first generate (a real server's first request is slow)
     profile: str | None = None
@@ -36,6 +36,8 @@ class SuiteConfig:
     workers: int | None = None  # check modules run at once; None: from the server's pace
 
     def __post_init__(self) -> None:
+        if not self.stream_deadline:  # the kit's one timeout configuration, from one number
+            object.__setattr__(self, "stream_deadline", Timeouts(self.timeout).stream)
         unknown = sorted(self.expect - set(KNOWN_FEATURES))
         if unknown:
             raise ValueError(

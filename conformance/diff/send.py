@@ -1,15 +1,14 @@
-"""Send one corpus case to one server and return its `Answer` (abort flows included)."""
+"""Send one corpus case to one server and return its `Answer` (abort flows included), through
+the kit's client; an abort flow goes through the suite's in-flight routine (`acting`)."""
 
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass, field
 
-import httpx
-
-from ..http import auth_header
-from ..in_flight import first_request_id, ids_for
+from ..acting import stream_acting, whole_acting
+from ..http import Client, Reply, ServerBroke, Unsendable, auth_header
+from ..timeline import MIN_MARGIN_S, Timeline, ids_for
 from .answer import Answer, Request
 from .case import Case
 
@@ -23,14 +22,16 @@ class Target:
 
     base_url: str
     api_key: str | None = None
-    timeout: float = 60.0
-    _client: httpx.Client | None = field(default=None, repr=False)
+    timeout: float | None = None
+    """Per request (None: the kit's `DEFAULT_TIMEOUT_S`)."""
+    _client: Client | None = field(default=None, repr=False)
 
     @property
-    def client(self) -> httpx.Client:
+    def client(self) -> Client:
         if self._client is None:
-            limits = httpx.Limits(max_connections=8)
-            self._client = httpx.Client(base_url=self.base_url, timeout=self.timeout, limits=limits)
+            self._client = Client(
+                self.base_url, self.api_key, self.timeout, stop_after=None, keep_log=False
+            )
         return self._client
 
     def close(self) -> None:
@@ -61,21 +62,36 @@ def _content(case: Case) -> bytes | None:
 
 
 def send(case: Case, target: Target) -> Answer:
-    """The server's answer; a transport failure is raised as httpx.HTTPError."""
+    """The server's answer; a transport failure (or a request no client can send) is raised
+    as ServerBroke."""
+    try:
+        return _send(case, target)
+    except Unsendable as exc:
+        raise ServerBroke(str(exc)) from None
+
+
+def _send(case: Case, target: Target) -> Answer:
     headers, content = _headers(case, target), _content(case)
     client = target.client
     if case.abort is None:
-        response = client.request(case.method, case.path, headers=headers, content=content)
-        return Answer.from_response(response)
+        reply = client.request(case.method, case.path, content=content, headers=headers, auth=False)
+        return Answer.from_reply(reply)
     if case.stream:
-        return _abort_stream(client, case, target, headers, content)
-    return _abort_plain(client, case, target, headers, content)
+        return _abort_stream(case, target, headers, content)
+    return _abort_plain(case, target, headers, content)
 
 
-def _abort(case: Case, target: Target, request_id: str) -> None:
+def _abort(case: Case, target: Target, request_id: str) -> Reply | None:
+    """The abort by `request_id`; None when it could not be sent (the flow's answer is the
+    request's, whatever became of its abort)."""
     assert case.abort is not None
     headers = {k: v for k, v in _headers(case, target).items() if k == "Authorization"}
-    target.client.post(case.abort.path, json={"request_ids": ids_for(request_id)}, headers=headers)
+    try:
+        return target.client.post(
+            case.abort.path, {"request_ids": ids_for(request_id)}, headers=headers, auth=False
+        )
+    except ServerBroke:
+        return None
 
 
 def _own_id(case: Case) -> str:
@@ -83,36 +99,51 @@ def _own_id(case: Case) -> str:
     return PREFIX + str(body.get("request_id", ""))
 
 
+def _line(case: Case) -> Timeline:
+    body = case.body if isinstance(case.body, dict) else {}
+    tokens = (body.get("sampling_params") or {}).get("max_tokens")
+    return Timeline(tokens if isinstance(tokens, int) else 0, _own_id(case))
+
+
 def _abort_plain(
-    client: httpx.Client, case: Case, target: Target, headers: dict[str, str], content: bytes | None
+    case: Case, target: Target, headers: dict[str, str], content: bytes | None
 ) -> Answer:
+    """Abort by the request's own id `delay_s` after sending it, again until it answers."""
     assert case.abort is not None
-    timer = threading.Timer(case.abort.delay_s, _abort, (case, target, _own_id(case)))
-    timer.start()
-    try:
-        response = client.request(case.method, case.path, headers=headers, content=content)
-    finally:
-        timer.cancel()
-        timer.join()
-    return Answer.from_response(response)
+    client = target.client
+
+    def request() -> Reply:
+        return client.request(case.method, case.path, content=content, headers=headers, auth=False)
+
+    reply = whole_acting(
+        _line(case),
+        request,
+        lambda request_id: _abort(case, target, request_id),
+        own_id=_own_id(case),
+        delay_s=case.abort.delay_s,
+        every_s=MIN_MARGIN_S,
+        timeout=client.timeout,
+    )
+    return Answer.from_reply(reply)
 
 
 def _abort_stream(
-    client: httpx.Client, case: Case, target: Target, headers: dict[str, str], content: bytes | None
+    case: Case, target: Target, headers: dict[str, str], content: bytes | None
 ) -> Answer:
     """Abort by the id the server returned in its first chunk, after the first events."""
-    assert case.abort is not None
-    raw = bytearray()
-    aborter: threading.Thread | None = None
-    with client.stream(case.method, case.path, headers=headers, content=content) as response:
-        for chunk in response.iter_raw():
-            raw += chunk
-            if aborter is None and raw.count(b"\n\n") >= case.abort.after_events:
-                request_id = first_request_id(bytes(raw)) or _own_id(case)
-                aborter = threading.Thread(target=_abort, args=(case, target, request_id))
-                aborter.start()
-        status, content_type = response.status_code, response.headers.get("content-type", "")
-    if aborter is not None:
-        aborter.join()
-    read = httpx.Response(status, headers={"content-type": content_type}, content=bytes(raw))
-    return Answer.from_response(read)
+    abort = case.abort
+    assert abort is not None
+    line = _line(case)
+    stream_acting(
+        target.client,
+        line,
+        case.path,
+        lambda request_id: _abort(case, target, request_id),
+        own_id=_own_id(case),
+        content=content,
+        headers=headers,
+        auth=False,
+        ready=lambda line: line.events >= abort.after_events,
+        past_done=True,
+    )
+    return Answer.of(line.status, line.content_type, line.raw)

@@ -1,25 +1,21 @@
-"""Abort a streamed generate while it is in flight: read the stream chunk by chunk, send the
-abort by the first chunk's `request_id`, read the stream to its end.
+"""Abort a streamed generate while it is in flight, through the suite's in-flight routine
+(`acting.stream_acting`) and the kit's client: the stream is read chunk by chunk, the abort
+goes out by the id the server named once the first token arrived, and the stream is read to
+the end of its body (its framing is judged afterwards).
 
-schemathesis (and httpx's own ASGI transport) deliver a response only once it is complete, too
-late to abort it; so the stream goes through httpx, over HTTP or, in-process, through the kit's
-one streaming ASGI transport (`openapi.asgi_transport`), which hands the body on as the app
-sends it.
+schemathesis delivers a response only once it is complete, too late to abort it; the kit's
+client streams, over HTTP or, in-process, through the kit's one streaming ASGI transport
+(`openapi.asgi_transport`), which hands the body on as the app sends it.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-from anyio.from_thread import start_blocking_portal
-
-from openapi.asgi_transport import AsyncStreamingTransport
-
-from ..in_flight import first_request_id, ids_for
+from ..acting import stream_acting
+from ..http import DEFAULT_TIMEOUT_S, IN_PROCESS_URL, Client, Reply
+from ..timeline import Timeline, ids_for
 
 GENERATE = "/inference/v1/generate"
 ABORT = "/inference/v1/abort_requests"
@@ -36,41 +32,32 @@ class Outcome:
     abort_body: bytes = b""
     error: str = ""
     abort_sent_s: float | None = None
-    """Seconds from the request to the first chunk naming its id (the abort goes out then), to
-    the abort's answer, and to the stream's end."""
+    """Seconds from the request to its first token (the abort goes out then, by the id the
+    server named), to the abort's answer, and to the stream's end."""
     abort_answered_s: float | None = None
     ended_s: float | None = None
 
+    @classmethod
+    def of(cls, line: Timeline) -> Outcome:
+        def at(value: float | None) -> float | None:
+            return None if value is None else round(value, 3)
 
-async def _attempt(
-    client: httpx.AsyncClient, body: dict[str, Any], headers: dict[str, str], auth: dict[str, str]
-) -> Outcome:
-    """The abort goes out while the stream is still read, so the outcome tells an abort
-    answered only after the stream ended (too late) from one the stream outlived (ignored)."""
-    out = Outcome()
-    started = time.monotonic()
-    aborting: asyncio.Future[None] | None = None
+        action = line.action
+        return cls(
+            status=line.status,
+            stream=line.raw,
+            request_id=line.named_id(),
+            abort_status=action.status if action is not None else None,
+            abort_body=action.body if action is not None else b"",
+            abort_sent_s=at(line.action_sent_s),
+            abort_answered_s=at(line.action_answered_s),
+            ended_s=at(line.ended_s),
+        )
 
-    async def abort(request_id: str) -> None:
-        answer = await client.post(ABORT, json={"request_ids": ids_for(request_id)}, headers=auth)
-        out.abort_status, out.abort_body = answer.status_code, answer.content
-        out.abort_answered_s = round(time.monotonic() - started, 3)
 
-    async with client.stream("POST", GENERATE, json=body, headers=headers) as response:
-        out.status = response.status_code
-        buffer = bytearray()
-        async for piece in response.aiter_bytes():
-            buffer += piece
-            if out.request_id is None:
-                out.request_id = first_request_id(bytes(buffer))
-                if out.request_id is not None:
-                    out.abort_sent_s = round(time.monotonic() - started, 3)
-                    aborting = asyncio.ensure_future(abort(out.request_id))
-        out.stream = bytes(buffer)
-        out.ended_s = round(time.monotonic() - started, 3)
-    if aborting is not None:
-        await aborting
-    return out
+def _named(line: Timeline) -> bool:
+    """Act once the stream is provably generating and has said which id to abort."""
+    return line.first_token_s is not None and line.named_id() is not None
 
 
 def stream_then_abort(
@@ -78,27 +65,47 @@ def stream_then_abort(
     headers: dict[str, str],
     auth: dict[str, str],
     *,
+    client: Client | None = None,
     app: Any = None,
     base_url: str = "",
-    timeout_s: float = 15.0,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    deadline_s: float | None = None,
 ) -> Outcome:
-    """One attempt; never raises (a timeout or a broken connection is `Outcome.error`)."""
+    """One attempt through `client` (or one made for `app` / `base_url`); never raises (a
+    timeout or a broken connection is `Outcome.error`). `headers` go with the stream, `auth`
+    with the abort; `deadline_s`: the stream's wall clock (default: the client's budget)."""
+    own = client or Client(
+        IN_PROCESS_URL if app is not None else base_url,
+        timeout=timeout_s,
+        app=app,
+        stop_after=None,
+        keep_log=False,
+    )
+    tokens = body.get("sampling_params", {}).get("max_tokens") if isinstance(body, dict) else 0
+    line = Timeline(tokens if isinstance(tokens, int) else 0, str(body.get("request_id", "")))
 
-    async def go(transport: httpx.AsyncBaseTransport | None) -> Outcome:
-        async with httpx.AsyncClient(
-            transport=transport,
-            base_url=base_url if app is None else "http://testserver",
-            timeout=timeout_s,
-            trust_env=False,
-        ) as client:
-            return await asyncio.wait_for(_attempt(client, body, headers, auth), timeout_s)
+    def abort(request_id: str) -> Reply:
+        return own.post(ABORT, {"request_ids": ids_for(request_id)}, headers=auth, auth=False)
 
     try:
-        if app is None:
-            return asyncio.run(go(None))
-        with start_blocking_portal() as portal:  # the app on its own loop, as over a socket
-            return asyncio.run(go(AsyncStreamingTransport(app, portal)))
-    except TimeoutError:
-        return Outcome(error=f"the stream did not end within {timeout_s:g} s")
+        stream_acting(
+            own,
+            line,
+            GENERATE,
+            abort,
+            own_id="",
+            body=body,
+            headers=headers,
+            auth=False,
+            deadline=deadline_s,
+            ready=_named,
+            past_done=True,
+        )
     except Exception as exc:
-        return Outcome(error=f"{type(exc).__name__}: {exc}")
+        out = Outcome.of(line)
+        out.error = f"{type(exc).__name__}: {exc}"
+        return out
+    finally:
+        if client is None:
+            own.close()
+    return Outcome.of(line)

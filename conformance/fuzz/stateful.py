@@ -9,8 +9,9 @@ from typing import Any, cast
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
-from ..in_flight import ran_past, sizes_for
 from ..outputs import lean
+from ..plans import Plan, plans_for, stream_deadline
+from ..timeline import ran_past
 from .checks import RawBody, framing_problem, stream_payloads
 from .engine import Fuzzer
 from .inflight import Outcome, stream_then_abort
@@ -63,21 +64,24 @@ def _fail(
     fz.findings[(op_id, GROUP, check, status)].requirement_ids = (requirement,)
 
 
-def in_flight_sizes(fz: Fuzzer, case: Any) -> list[int]:
-    """The stream's length, then the retries': the suite's sizes (about a second of generation
-    at the learned pace, then longer, never past the context), so the abort lands in flight on
-    a fast server with a small context as on a slow one."""
+def in_flight_plans(fz: Fuzzer, case: Any) -> list[Plan]:
+    """The stream's shape, then the retries': the suite's attempts (`plans_for`: about a second
+    of generation at the learned pace, then longer, never past the context; where the context
+    is too small, every sequence the server allows), so the abort lands in flight on a fast
+    server with a small context as on a slow one. Never queued behind other requests: an
+    abort that lands on a queued request proves nothing about one that runs."""
     ids = case.body.get("token_ids") if isinstance(case.body, dict) else None
-    return sizes_for(fz.facts.limits, len(ids) if isinstance(ids, list) else 0)
+    return plans_for(fz.facts.limits, len(ids) if isinstance(ids, list) else 0, queue=False)
 
 
-def _stream_body(case: Any, max_tokens: int) -> dict[str, Any]:
-    """A positive draw turned into a long stream that only an abort can end early."""
+def _stream_body(case: Any, plan: Plan) -> dict[str, Any]:
+    """A positive draw turned into a long stream that only an abort can end early, held as
+    long as `plan` says."""
     body = copy.deepcopy(case.body)
     body["stream"] = True
     sp = body.setdefault("sampling_params", {})
-    sp["max_tokens"] = max_tokens
-    sp["ignore_eos"] = True
+    sp["max_tokens"] = plan.max_tokens
+    sp.update(plan.sampling())
     for key in ("stop", "stop_token_ids", "min_tokens"):
         sp.pop(key, None)
     return cast(dict[str, Any], body)
@@ -120,9 +124,10 @@ def generate_then_abort(fz: Fuzzer, examples: int) -> None:
 
     def on_case(case: Any, index: int) -> None:
         headers = {**fz.headers, **{k: str(v) for k, v in (case.headers or {}).items()}}
-        tries = in_flight_sizes(fz, case)
-        for attempt, tokens in enumerate(tries):
-            body = _stream_body(case, tokens)
+        tries = in_flight_plans(fz, case)
+        for attempt, plan in enumerate(tries):
+            tokens = plan.max_tokens
+            body = _stream_body(case, plan)
             sent = generate.Case(  # what the reproducer shows: the stream as sent
                 body=body, headers=dict(case.headers or {}), media_type="application/json"
             )
@@ -130,9 +135,8 @@ def generate_then_abort(fz: Fuzzer, examples: int) -> None:
                 body,
                 headers,
                 {**fz.headers, **fz.auth},
-                app=cfg.app,
-                base_url=cfg.base_url,
-                timeout_s=cfg.request_timeout_s,
+                client=fz.client,
+                deadline_s=stream_deadline(fz.facts.limits, tokens, cfg.timeouts.stream),
             )
             step = abort.Case(
                 body={"request_ids": [out.request_id]},

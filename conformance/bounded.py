@@ -1,0 +1,263 @@
+"""What a sender reads back, bounded in time and size: a whole `Reply`, or a `Stream` (sync) /
+`AsyncStream` read as it arrives, its events decoded by httpx-sse.
+
+A server under test may hang, send garbage, close a stream early or never end it. Every way a
+server can break the transport becomes `ServerBroke`, an AssertionError, so pytest reports it as a
+failure of the check with a readable message; the suite itself never hangs or crashes.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, cast
+
+import httpx
+from httpx_sse import EventSource, SSEError
+
+from .exchange import Exchange
+from .sse import sse_data
+
+MAX_BODY = 8 * 1024 * 1024
+MAX_EVENTS = 20_000
+
+
+class Unsendable(ValueError):
+    """The request itself cannot go on the wire (an HTTP/1.1 client refuses it: a header value
+    with a control character, say): nothing was sent, so there is no answer to judge."""
+
+
+class ServerBroke(AssertionError):
+    """The server did not speak HTTP/JSON/SSE acceptably: timeout, garbage, too big, cut off.
+    `timed_out`: it said nothing in time (rather than saying something broken)."""
+
+    def __init__(self, message: str, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+@dataclass
+class Reply:
+    exchange: Exchange
+
+    @property
+    def status(self) -> int:
+        return self.exchange.status or 0
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return self.exchange.response_headers
+
+    @property
+    def body(self) -> bytes:
+        return self.exchange.response_body
+
+    def json(self) -> Any:
+        """The body as JSON, or a failure saying what came instead."""
+        try:
+            return json.loads(self.body)
+        except ValueError as exc:
+            raise ServerBroke(
+                f"{self.exchange.method} {self.exchange.url} answered HTTP {self.status} with a "
+                f"body that is not JSON ({exc}): {self.body[:200]!r}"
+            ) from None
+
+    def events(self) -> list[str]:
+        """The data of each event of an SSE body read whole (httpx-sse)."""
+        return sse_data(self.body)
+
+
+class _BoundedResponse:
+    """What httpx-sse reads from: the real response, cut off by size and wall clock."""
+
+    def __init__(
+        self,
+        response: httpx.Response,
+        exchange: Exchange,
+        deadline: float,
+        on_stall: Callable[[], None] = lambda: None,
+        max_bytes: int = MAX_BODY,
+    ) -> None:
+        self.headers = response.headers
+        self._on_stall = on_stall
+        self._max_bytes = max_bytes
+        self._response = response
+        self._exchange = exchange
+        self._deadline = deadline
+        self.read_bytes = 0
+
+    def iter_text(self) -> Iterator[str]:
+        for text in self._response.iter_text():
+            self.read_bytes += len(text)
+            if len(self._exchange.response_body) < 4096:
+                self._exchange.response_body += text.encode()[:4096]
+            if self.read_bytes > self._max_bytes:
+                raise ServerBroke(f"stream exceeded {self._max_bytes} bytes; stopped reading")
+            if time.monotonic() > self._deadline:
+                self._on_stall()
+                raise ServerBroke("stream did not end before its deadline; stopped reading", True)
+            yield text
+
+
+class Stream:
+    """An open SSE response. `events()` yields each event's data, bounded."""
+
+    def __init__(self, bounded: _BoundedResponse) -> None:
+        self.response = bounded._response
+        self.exchange = bounded._exchange
+        self._bounded = bounded
+        self._events: Iterator[str] | None = None
+        self.raw = bytearray()
+        """Every byte `chunks` read (the exchange keeps the first 4 KiB)."""
+
+    @property
+    def status(self) -> int:
+        return self.response.status_code
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return self.exchange.response_headers
+
+    def read_body(self) -> Reply:
+        """For a non-SSE answer (an error status): read it as a plain bounded body."""
+        self.exchange.response_body = read_bounded(self.response, self._bounded._deadline)
+        return Reply(self.exchange)
+
+    def events(self) -> Iterator[str]:
+        """The event iterator; calling it again continues where the last reader stopped."""
+        if self._events is None:
+            self._events = self._iter_events()
+        return self._events
+
+    def chunks(self) -> Iterator[bytes]:
+        """The raw body as it arrives, bounded like `events` (for a caller that watches the
+        bytes, e.g. for the first request id, rather than reading events)."""
+        bounded = self._bounded
+        try:
+            for chunk in self.response.iter_bytes():
+                bounded.read_bytes += len(chunk)
+                self.raw += chunk
+                if len(self.exchange.response_body) < 4096:
+                    self.exchange.response_body += chunk[:4096]
+                if bounded.read_bytes > bounded._max_bytes:
+                    raise ServerBroke(
+                        f"stream exceeded {bounded._max_bytes} bytes; stopped reading"
+                    )
+                if time.monotonic() > bounded._deadline:
+                    bounded._on_stall()
+                    raise ServerBroke("stream did not end before its deadline; stopped", True)
+                yield chunk
+        except httpx.TimeoutException:
+            bounded._on_stall()
+            self.exchange.error = "read timed out mid-stream"
+            raise ServerBroke("the stream stalled: read timed out mid-stream", True) from None
+        except httpx.HTTPError as exc:
+            self.exchange.error = f"stream broke: {type(exc).__name__}: {exc}"
+            raise ServerBroke(f"the stream broke off: {type(exc).__name__}: {exc}") from None
+
+    def _iter_events(self) -> Iterator[str]:
+        source = EventSource(cast(httpx.Response, self._bounded))
+        try:
+            for event in source.iter_sse():
+                self.exchange.events.append(event.data)
+                if len(self.exchange.events) > MAX_EVENTS:
+                    raise ServerBroke(f"stream sent more than {MAX_EVENTS} events; stopped")
+                yield event.data
+        except SSEError as exc:
+            raise ServerBroke(f"not an SSE stream: {exc}") from None
+        except httpx.TimeoutException:
+            self._bounded._on_stall()
+            self.exchange.error = "read timed out mid-stream"
+            raise ServerBroke("the stream stalled: read timed out mid-stream", True) from None
+        except httpx.HTTPError as exc:
+            self.exchange.error = f"stream broke: {type(exc).__name__}: {exc}"
+            raise ServerBroke(f"the stream broke off: {type(exc).__name__}: {exc}") from None
+
+
+class AsyncStream:
+    """An open streamed answer read from asyncio: raw `chunks()` or SSE `events()`, one bounded
+    reader under both (a caller may watch the bytes for an id, then read on)."""
+
+    def __init__(
+        self, response: httpx.Response, exchange: Exchange, deadline: float, max_bytes: int
+    ) -> None:
+        self.response = response
+        self.exchange = exchange
+        self.headers = response.headers  # what httpx-sse reads the Content-Type from
+        self._deadline = deadline
+        self._max_bytes = max_bytes
+        self.read_bytes = 0
+        self.raw = bytearray()
+        """Every byte read so far (the exchange keeps the first 4 KiB)."""
+
+    @property
+    def status(self) -> int:
+        return self.response.status_code
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self.response.aiter_bytes():
+                self.read_bytes += len(chunk)
+                self.raw += chunk
+                if len(self.exchange.response_body) < 4096:
+                    self.exchange.response_body += chunk[:4096]
+                if self.read_bytes > self._max_bytes:
+                    raise ServerBroke(f"stream exceeded {self._max_bytes} bytes; stopped reading")
+                if time.monotonic() > self._deadline:
+                    raise ServerBroke("stream did not end before its deadline; stopped", True)
+                yield chunk
+        except httpx.TimeoutException:
+            self.exchange.error = "read timed out mid-stream"
+            raise ServerBroke("the stream stalled: read timed out mid-stream", True) from None
+        except httpx.HTTPError as exc:
+            self.exchange.error = f"stream broke: {type(exc).__name__}: {exc}"
+            raise ServerBroke(f"the stream broke off: {type(exc).__name__}: {exc}") from None
+
+    async def aiter_text(self) -> AsyncIterator[str]:
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        async for chunk in self.chunks():
+            yield decoder.decode(chunk)
+
+    async def events(self) -> AsyncIterator[str]:
+        """Each event's data as it arrives (httpx-sse over the bounded reader)."""
+        try:
+            async for event in EventSource(cast(httpx.Response, self)).aiter_sse():
+                self.exchange.events.append(event.data)
+                if len(self.exchange.events) > MAX_EVENTS:
+                    raise ServerBroke(f"stream sent more than {MAX_EVENTS} events; stopped")
+                yield event.data
+        except SSEError as exc:
+            raise ServerBroke(f"not an SSE stream: {exc}") from None
+
+
+def read_bounded(response: httpx.Response, deadline: float, max_bytes: int = MAX_BODY) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in response.iter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > max_bytes:
+            raise ServerBroke(f"response body exceeded {max_bytes} bytes; stopped reading")
+        if time.monotonic() > deadline:
+            raise ServerBroke(
+                "response body did not end before its deadline; stopped reading", True
+            )
+    return b"".join(chunks)
+
+
+async def aread_bounded(response: httpx.Response, deadline: float, max_bytes: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > max_bytes:
+            raise ServerBroke(f"response body exceeded {max_bytes} bytes; stopped reading")
+        if time.monotonic() > deadline:
+            raise ServerBroke(
+                "response body did not end before its deadline; stopped reading", True
+            )
+    return b"".join(chunks)

@@ -1,0 +1,154 @@
+"""What the sync and async clients share: one configuration (`Timeouts`), the request as
+recorded (the API key included, spelled in one place), the stop after consecutive timeouts,
+and an in-process app's event loop."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from .bounded import MAX_BODY, ServerBroke, Unsendable
+from .exchange import Exchange, dumps
+from .sse import is_event_stream
+from .timeouts import Timeouts
+
+UNRESPONSIVE_AFTER = 3  # consecutive timeouts before the client stops sending
+IN_PROCESS_URL = "http://testserver"
+"""The base URL of an in-process app (what schemathesis's ASGI client and reproducers use)."""
+MISSING: Any = object()
+"""No JSON body given (None is a JSON body: null)."""
+
+
+def auth_header(api_key: str | None) -> dict[str, str]:
+    """The API key as vLLM's middleware reads it: the one place the kit spells the header."""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def wire(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    """Headers as bytes: a generated value outside ASCII goes out as Latin-1 (as requests and
+    curl send it), where httpx would refuse it; the spaces around a value go (a server strips
+    them anyway, RFC 9110 5.5; h11 refuses to send them)."""
+    return [(_latin1(name), _latin1(value.strip(" \t"))) for name, value in headers.items()]
+
+
+def _latin1(text: str) -> bytes:
+    try:
+        return text.encode("latin-1")
+    except UnicodeEncodeError:
+        return text.encode("utf-8")
+
+
+class Sender:
+    """What the sync and async clients share: one configuration, the request as recorded (key
+    included), the stop after consecutive timeouts, and an in-process app's event loop."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        timeout: float | Timeouts | None,
+        stream_deadline: float | None,
+        *,
+        app: Any,
+        stop_after: int | None,
+        keep_log: bool,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.timeouts = Timeouts.of(timeout, stream_deadline)
+        self.timeout = self.timeouts.request
+        self.stream_deadline = self.timeouts.stream
+        self.log: list[Exchange] = []
+        """The exchanges of the current check (kept only with `keep_log`)."""
+        self.keep_log = keep_log
+        self.stop_after = stop_after
+        """Consecutive timeouts after which nothing more is sent (None: never stop)."""
+        self.bound_for: Callable[[Any], int] | None = None
+        """The most bytes a correct answer to a body may take (learned: `Limits.body_bound`);
+        None: MAX_BODY for every answer."""
+        self._timeouts = 0
+        self._lock = threading.Lock()
+        self._stack = contextlib.ExitStack()
+        self._portal: Any = None
+        if app is not None:  # the app runs on its own loop, whatever loop or thread calls it
+            from anyio.from_thread import start_blocking_portal
+
+            self._portal = self._stack.enter_context(start_blocking_portal())
+
+    def _limits(self) -> httpx.Limits:
+        return httpx.Limits(max_connections=32)
+
+    def _prepare(
+        self,
+        method: str,
+        path: str,
+        body: Any,
+        content: bytes | None,
+        headers: dict[str, str] | None,
+        auth: bool,
+        stream: bool,
+    ) -> Exchange:
+        if self.stop_after is not None and self._timeouts >= self.stop_after:
+            raise ServerBroke(
+                f"the server stopped answering ({self._timeouts} consecutive timeouts of "
+                f"{self.timeout:g} s); {method} {path} was not sent",
+                True,
+            )
+        sent: dict[str, str] = {}
+        if body is not MISSING:
+            content = dumps(body)
+            sent["Content-Type"] = "application/json"
+        if auth:
+            sent.update(auth_header(self.api_key))
+        sent.update(headers or {})
+        url = path if "://" in path else self.base_url + path
+        exchange = Exchange(method, url, sent, content, stream=stream)
+        if self.keep_log:
+            with self._lock:
+                self.log.append(exchange)
+        return exchange
+
+    def _max_bytes(self, body: Any) -> int:
+        if self.bound_for is None or body is MISSING:
+            return MAX_BODY
+        return max(MAX_BODY, self.bound_for(body))
+
+    def _note(self, timed_out: bool) -> None:
+        with self._lock:
+            self._timeouts = self._timeouts + 1 if timed_out else 0
+
+    def _body_deadline(self, exchange: Exchange, limit: float) -> float:
+        """A plain body must end within twice the request timeout; an SSE one read whole,
+        within the stream budget."""
+        budget = 2 * limit
+        if is_event_stream(exchange.response_headers):
+            budget = max(budget, self.timeouts.stream)
+        return time.monotonic() + budget
+
+    def _failed(self, exchange: Exchange, what: str, exc: Exception, limit: float) -> Exception:
+        """The ServerBroke of a transport error (recorded on the exchange); `Unsendable` when
+        the request never left the client."""
+        if isinstance(exc, httpx.LocalProtocolError):
+            exchange.error = f"not sent: {exc}"
+            return Unsendable(f"{what}: the client cannot send this request: {exc}")
+        if isinstance(exc, httpx.TimeoutException):
+            self._note(True)
+            exchange.error = f"no complete answer within {limit:g} s"
+            return ServerBroke(f"{what}: no complete answer within {limit:g} s", True)
+        if isinstance(exc, ServerBroke):
+            exchange.error = str(exc)
+            return exc
+        self._note(False)
+        exchange.error = f"{type(exc).__name__}: {exc}"
+        return ServerBroke(f"{what}: {type(exc).__name__}: {exc}")
+
+
+def received(exchange: Exchange, response: httpx.Response, started: float) -> None:
+    exchange.status = response.status_code
+    exchange.response_headers = {k.lower(): v for k, v in response.headers.items()}
+    exchange.elapsed_s = round(time.monotonic() - started, 6)
