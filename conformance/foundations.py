@@ -163,19 +163,19 @@ def _deltas(s: Session) -> str | None:
     return None
 
 
-def _text_answer(s: Session) -> dict[str, Any]:
+def text_answer(s: Session) -> dict[str, Any]:
     payload = api.body(8, ignore_eos=True) | {"output_mode": "text"}
     return s.remember("foundation-text-answer", lambda: api.generate(s, payload))
 
 
 def _text_mode(s: Session) -> dict[str, Any]:
-    return choices_of(_text_answer(s))[0]
+    return choices_of(text_answer(s))[0]
 
 
 def text_broken(s: Session) -> str | None:
     """What is wrong with a minimal text-mode answer's text (TEXT-001's ground, and judged by
     its check, so a check blocked on it names a requirement that fails)."""
-    choices = _text_answer(s).get("choices")
+    choices = text_answer(s).get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         return f"a minimal text-mode answer has choices {choices!r:.80}, none to carry text"
     text = choices[0].get("text")

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from conformance import api
+from conformance import api, foundations
 from conformance.checks.test_streaming import streamed
 from conformance.foundations import builds_on
 from conformance.http import Reply
@@ -17,13 +17,18 @@ from conformance.session import Session
 
 
 def responses(s: Session) -> list[dict]:
-    return s.remember(
+    """Answers to judge spans on: tokens mode, n choices, and text mode where it is served
+    (the spans count token_ids in every mode)."""
+    found = s.remember(
         "wv",
         lambda: [
             api.generate(s, api.body(6, ignore_eos=True)),
             api.generate(s, api.seeded(9, n=s.limits.n(3))),
         ],
     )
+    if "text-mode" in s.features.names():
+        found = [*found, foundations.text_answer(s)]
+    return found
 
 
 @checks("WV-001", needs=("generate",))
