@@ -11,39 +11,19 @@ from typing import Any
 import httpx
 
 from .bounded import AsyncStream, Reply, ServerBroke, aread_bounded
-from .sender import MISSING, UNRESPONSIVE_AFTER, Sender, received, wire
-from .timeouts import Timeouts
+from .sender import MISSING, Sender, received, wire
 
 
 class AsyncClient(Sender):
     """The same client for asyncio code (a stream read while its abort is sent beside it)."""
 
-    def __init__(
-        self,
-        base_url: str,
-        api_key: str | None = None,
-        timeout: float | Timeouts | None = None,
-        stream_deadline: float | None = None,
-        *,
-        app: Any = None,
-        stop_after: int | None = UNRESPONSIVE_AFTER,
-        keep_log: bool = True,
-    ) -> None:
-        super().__init__(
-            base_url,
-            api_key,
-            timeout,
-            stream_deadline,
-            app=app,
-            stop_after=stop_after,
-            keep_log=keep_log,
-        )
+    def _open(self, app: Any) -> httpx.AsyncClient:
         transport = None
         if app is not None:
             from openapi.asgi_transport import AsyncStreamingTransport
 
             transport = AsyncStreamingTransport(app, self._portal)
-        self._http = httpx.AsyncClient(
+        return httpx.AsyncClient(
             timeout=self.timeouts.for_httpx(), limits=self._limits(), transport=transport
         )
 

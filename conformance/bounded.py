@@ -233,31 +233,34 @@ class AsyncStream:
             raise ServerBroke(f"not an SSE stream: {exc}") from None
 
 
-def read_bounded(response: httpx.Response, deadline: float, max_bytes: int = MAX_BODY) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    for chunk in response.iter_bytes():
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > max_bytes:
-            raise ServerBroke(f"response body exceeded {max_bytes} bytes; stopped reading")
-        if time.monotonic() > deadline:
+class _Body:
+    """A body read chunk by chunk, cut off by size and wall clock (sync and async alike)."""
+
+    def __init__(self, deadline: float, max_bytes: int) -> None:
+        self.deadline, self.max_bytes = deadline, max_bytes
+        self.chunks: list[bytes] = []
+        self.size = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.chunks.append(chunk)
+        self.size += len(chunk)
+        if self.size > self.max_bytes:
+            raise ServerBroke(f"response body exceeded {self.max_bytes} bytes; stopped reading")
+        if time.monotonic() > self.deadline:
             raise ServerBroke(
                 "response body did not end before its deadline; stopped reading", True
             )
-    return b"".join(chunks)
+
+
+def read_bounded(response: httpx.Response, deadline: float, max_bytes: int = MAX_BODY) -> bytes:
+    body = _Body(deadline, max_bytes)
+    for chunk in response.iter_bytes():
+        body.add(chunk)
+    return b"".join(body.chunks)
 
 
 async def aread_bounded(response: httpx.Response, deadline: float, max_bytes: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
+    body = _Body(deadline, max_bytes)
     async for chunk in response.aiter_bytes():
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > max_bytes:
-            raise ServerBroke(f"response body exceeded {max_bytes} bytes; stopped reading")
-        if time.monotonic() > deadline:
-            raise ServerBroke(
-                "response body did not end before its deadline; stopped reading", True
-            )
-    return b"".join(chunks)
+        body.add(chunk)
+    return b"".join(body.chunks)

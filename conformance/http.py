@@ -70,32 +70,13 @@ class Client(Sender):
     check), per fuzz run, per diff target, per launched server. `app`: an ASGI app served
     in-process (through the streaming transport) instead of `base_url`'s socket."""
 
-    def __init__(
-        self,
-        base_url: str,
-        api_key: str | None = None,
-        timeout: float | Timeouts | None = None,
-        stream_deadline: float | None = None,
-        *,
-        app: Any = None,
-        stop_after: int | None = UNRESPONSIVE_AFTER,
-        keep_log: bool = True,
-    ) -> None:
-        super().__init__(
-            base_url,
-            api_key,
-            timeout,
-            stream_deadline,
-            app=app,
-            stop_after=stop_after,
-            keep_log=keep_log,
-        )
+    def _open(self, app: Any) -> httpx.Client:
         transport = None
         if app is not None:
             from openapi.asgi_transport import StreamingTransport
 
             transport = StreamingTransport(app, self._portal)
-        self._http = httpx.Client(
+        return httpx.Client(
             timeout=self.timeouts.for_httpx(), limits=self._limits(), transport=transport
         )
 

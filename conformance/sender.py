@@ -50,13 +50,13 @@ class Sender:
     def __init__(
         self,
         base_url: str,
-        api_key: str | None,
-        timeout: float | Timeouts | None,
-        stream_deadline: float | None,
+        api_key: str | None = None,
+        timeout: float | Timeouts | None = None,
+        stream_deadline: float | None = None,
         *,
-        app: Any,
-        stop_after: int | None,
-        keep_log: bool,
+        app: Any = None,
+        stop_after: int | None = UNRESPONSIVE_AFTER,
+        keep_log: bool = True,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
@@ -79,6 +79,11 @@ class Sender:
             from anyio.from_thread import start_blocking_portal
 
             self._portal = self._stack.enter_context(start_blocking_portal())
+        self._http = self._open(app)
+
+    def _open(self, app: Any) -> Any:
+        """The httpx client underneath (sync or async), in-process through `app` if given."""
+        raise NotImplementedError
 
     def _limits(self) -> httpx.Limits:
         return httpx.Limits(max_connections=32)

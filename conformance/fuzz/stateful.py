@@ -143,18 +143,13 @@ def generate_then_abort(fz: Fuzzer, examples: int) -> None:
                 headers=dict(fz.auth),
                 media_type="application/json",
             )
+
+            def not_aborted(status: int, message: str, sent: Any = sent) -> None:
+                _fail(fz, "generate", sent, "abort_in_flight", status, message, index, "ABORT-002")
+
             if out.error or out.status != 200:
                 if out.error:
-                    _fail(
-                        fz,
-                        "generate",
-                        sent,
-                        "abort_in_flight",
-                        out.status,
-                        out.error,
-                        index,
-                        "ABORT-002",
-                    )
+                    not_aborted(out.status, out.error)
                 return
             if out.abort_status is not None and (out.abort_status != 200 or out.abort_body):
                 _fail(
@@ -172,39 +167,24 @@ def generate_then_abort(fz: Fuzzer, examples: int) -> None:
                     return  # longer streams would only wait for a route that is not there
             problem = framing_problem(out.stream)
             if problem:
-                _fail(
-                    fz,
-                    "generate",
-                    sent,
-                    "abort_in_flight",
-                    200,
-                    f"after the abort: {problem}",
-                    index,
-                    "ABORT-002",
-                )
+                not_aborted(200, f"after the abort: {problem}")
                 return
             ends = _ends(out.stream)
             late = [i for i, (reason, n) in ends.items() if reason != "abort" and n >= tokens]
             broken = {i: e for i, e in ends.items() if e[0] != "abort" and e[1] < tokens}
             if broken:
-                _fail(
-                    fz,
-                    "generate",
-                    sent,
-                    "abort_in_flight",
+                not_aborted(
                     200,
                     f"aborted {out.request_id!r} after its first chunk, but choices "
                     f"(index: (finish_reason, tokens)) {broken} of max_tokens {tokens} did not "
                     "end with finish_reason abort",
-                    index,
-                    "ABORT-002",
                 )
                 return
             if not late:
                 return
             ignored = _not_stopped(out, tokens, fz.facts.limits.itl_s or 0.0)
             if attempt == len(tries) - 1 and ignored is not None:
-                _fail(fz, "generate", sent, "abort_in_flight", 200, ignored, index, "ABORT-002")
+                not_aborted(200, ignored)
 
     fz.run_group(
         "generate-then-abort", GROUP, _generate_strategy(fz), examples, on_case, side_by_side=True
