@@ -5,17 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..profiles import profiles_with
+
 GENERATE = "/inference/v1/generate"
 ABORT = "/inference/v1/abort_requests"
 LEGACY_ABORT = "/abort_requests"
 
-SCALE_OUT = frozenset({"scale-out", "api-key"})
+SCALE_OUT = profiles_with("scale-out")
 """Servers with a tokenizer and `--enable-scale-out` (api-key adds a key to scale-out)."""
-TOKENS_ONLY = frozenset({"tokens-only", "tokens-only-api-key"})
+TOKENS_ONLY = profiles_with("tokens-only")
 SERVED = SCALE_OUT | TOKENS_ONLY
 """Profiles where generate, abort, render and derender are registered."""
-DISABLED = frozenset({"disabled"})
-KEYED = frozenset({"api-key", "tokens-only-api-key"})
+DISABLED = profiles_with("disabled")
+KEYED = profiles_with("api-key")
 EVERY = SERVED | DISABLED
 PROFILES = tuple(sorted(EVERY))
 
