@@ -10,7 +10,7 @@ import pytest
 
 from . import api
 from .assemble import report_from
-from .foundations import builds_on, implied
+from .foundations import broken, builds_on, implied
 from .http import ServerBroke
 from .in_flight import Inconclusive
 from .registry import needs_of, requirements_of, runs_last
@@ -20,6 +20,8 @@ from .session import BLOCKED_PREFIX, LIMIT_PREFIX, Session, SuiteConfig
 
 SCHEMA_OWNERS = {"GenerateResponse": "SCHEMA-GEN-001", "GenerateStreamPayload": "SCHEMA-STREAM-001"}
 """The requirement that judges every received body of each schema (`checks/test_schema.py`)."""
+STREAM_GROUND = "STREAM-001"
+"""What every check that reads a stream stands on: a readable SSE stream."""
 
 
 class Collector:
@@ -119,6 +121,22 @@ class Collector:
         if report.when == "call" or (report.when == "setup" and not report.passed):
             self._record(item, call, report)
 
+    def _ground(self, ids: tuple[str, ...]) -> str | None:
+        """Why a failed check is blocked instead (None: its failure stands)."""
+        return self._stream_ground(ids) or self._malformed_ground(ids)
+
+    def _stream_ground(self, ids: tuple[str, ...]) -> str | None:
+        """A failed check that read a stream, where a minimal stream is no readable SSE at
+        all (STREAM-001's probe), is blocked naming STREAM-001: a stream answered as JSON
+        fails that one requirement, not every check that reads streams."""
+        s = self.session
+        if s is None or STREAM_GROUND in ids or not any(e.stream for e in s.client.log):
+            return None
+        if s.selected is not None and STREAM_GROUND not in s.selected:
+            return None
+        why = broken(s, STREAM_GROUND)
+        return None if why is None else f"{BLOCKED_PREFIX} {why} ({STREAM_GROUND})"
+
     def _malformed_ground(self, ids: tuple[str, ...]) -> str | None:
         """When a failed check read an answer that breaks the spec's schema outside the fields
         its own requirements govern (`Requirement.fields`), the answer's form is what is wrong,
@@ -168,7 +186,7 @@ class Collector:
             self.outcomes.append((ids, skipped))
             return
         excinfo = call.excinfo
-        ground = self._malformed_ground(ids) if report.when == "call" else None
+        ground = self._ground(ids) if report.when == "call" else None
         if ground is not None:
             self.outcomes.append(
                 (

@@ -143,7 +143,13 @@ def _stream(s: Session) -> api.Streamed:
 
 
 def _stream_events(s: Session) -> str | None:
-    if not _stream(s).chunks:
+    """A minimal stream that cannot even be read as SSE (a JSON content type, an error
+    status, garbage events) is STREAM-001's: every check that reads a stream stands on it."""
+    try:
+        chunks = _stream(s).chunks
+    except AssertionError as exc:  # ServerBroke too: the answer is no readable stream
+        return f"a minimal stream: {str(exc)[:200]}"
+    if not chunks:
         return "a minimal stream carried no complete data event"
     return None
 
