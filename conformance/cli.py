@@ -7,11 +7,19 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .http import DEFAULT_TIMEOUT_S, Timeouts
 from .profiles import MAIN_PROFILES, PROFILES
 from .reporting.provenance import VersionAction
 from .results import Report, exit_code
+
+if TYPE_CHECKING:
+    import threading
+
+    from .features import Features
+    from .limits import Limits
+    from .session import SuiteConfig
 
 # Subcommands that live in other packages register under this entry-point group (see
 # pyproject.toml), so `live`, which composes the suite and the mock, can add `tito-conformance
@@ -206,7 +214,7 @@ def _run(args: argparse.Namespace) -> int:
     fuzz_examples = 0 if (args.keyword or wanted) else max(0, args.fuzz_examples)
     try:
         if args.base_url:
-            reports = [_with_fuzz(_run_one(base), base.base_url, base, fuzz_examples, ())]
+            reports = [_run_fuzzed(base, fuzz_examples)]
         else:
             reports = _run_embedded(
                 base, args.profile or list(MAIN_PROFILES), args.mock_defect, fuzz_examples
@@ -225,44 +233,73 @@ def _run(args: argparse.Namespace) -> int:
     return exit_code(reports)
 
 
-def _run_one(config: object) -> Report:
+def _run_fuzzed(config: SuiteConfig, examples: int) -> Report:
+    """One run of the suite with a small fuzz of the same server folded in: beside the checks
+    when the runner finds room for it (a slow server's waits overlap), after them otherwise."""
     from .runner import run
-    from .session import SuiteConfig
 
-    assert isinstance(config, SuiteConfig)
-    return run(config)
+    if not examples:
+        return run(config)
+    fuzzing = _Fuzzing(config, examples)
+    report = run(config, beside=fuzzing)
+    return fuzzing.fold(report)
 
 
-def _with_fuzz(
-    report: Report, base_url: str, config: object, examples: int, operations: tuple[str, ...]
-) -> Report:
-    """`report` with a small fuzz run of the same server folded in (see `conformance.fuzz`)."""
-    from .session import SuiteConfig
+class _Fuzzing:
+    """The small fuzz (see `conformance.fuzz`), as the runner runs it beside the checks
+    (`runner.Beside`), or here after them."""
 
-    assert isinstance(config, SuiteConfig)
-    if not examples or report.harness_error:
+    def __init__(self, config: SuiteConfig, examples: int) -> None:
+        self.config = config
+        self.examples = examples
+        self.fuzzed: Report | None = None
+        self.error = ""
+        self.ran = False
+
+    def __call__(
+        self, features: Features | None, limits: Limits | None, gate: threading.Event | None
+    ) -> None:
+        from .fuzz import fuzz_report
+        from .fuzz.run import facts_from
+
+        self.ran = gate is not None
+        try:
+            self.fuzzed = fuzz_report(
+                self.config.base_url,
+                self.config.api_key,
+                max_examples=self.examples,
+                timeout_s=self.config.timeout,
+                facts=None if features is None or limits is None else facts_from(features, limits),
+                label_gate=gate,
+            )
+        except Exception as exc:  # the fuzzer's probe or a harness bug: say so, do not hide it
+            self.error = f"fuzz: {type(exc).__name__}: {exc}"
+
+    def fold(self, report: Report) -> Report:
+        """`report` with the fuzz folded in (run now if it did not run beside the checks);
+        the run's wall time stays the report's when it ran beside."""
+        from .fuzz import merge
+        from .reporting.progress import Progress
+
+        if report.harness_error:
+            return report
+        beside = self.ran
+        if not beside:
+            progress = Progress(f"   [{self.config.profile or self.config.base_url}] ")
+            progress.update(f"fuzzing, {self.examples} cases per operation")
+            try:
+                features, limits = report.learned or (None, None)
+                self(features, limits, None)
+            finally:
+                progress.clear()
+        if self.fuzzed is None:
+            report.harness_error = self.error or "fuzz: it did not run"
+            return report
+        duration = report.duration_s
+        merge(report, self.fuzzed)
+        if beside:
+            report.duration_s = duration
         return report
-    from .fuzz import fuzz_report, merge
-    from .fuzz.run import facts_from
-    from .reporting.progress import Progress
-
-    progress = Progress(f"   [{config.profile or base_url}] ")
-    progress.update(f"fuzzing, {examples} cases per operation")
-    try:
-        fuzzed = fuzz_report(
-            base_url,
-            config.api_key,
-            max_examples=examples,
-            operations=operations,
-            timeout_s=config.timeout,
-            facts=facts_from(*report.learned) if report.learned else None,
-        )
-    except Exception as exc:  # the fuzzer's probe or a harness bug: say so, do not hide it
-        report.harness_error = f"fuzz: {type(exc).__name__}: {exc}"
-        return report
-    finally:
-        progress.clear()
-    return merge(report, fuzzed)
 
 
 def _run_embedded(
@@ -271,7 +308,6 @@ def _run_embedded(
     from dataclasses import replace
 
     from .embedded import embedded_mock
-    from .runner import run
     from .session import SuiteConfig
 
     assert isinstance(base, SuiteConfig)
@@ -285,8 +321,7 @@ def _run_embedded(
                 expect=base.expect | started.expect,
                 profile=name,
             )
-            report = run(config)
-            reports.append(_with_fuzz(report, server.base_url, config, fuzz_examples, ()))
+            reports.append(_run_fuzzed(config, fuzz_examples))
     return reports
 
 

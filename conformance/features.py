@@ -6,11 +6,13 @@ Features are detected from the server, never configured: the user may *claim* fe
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from .http import Client, Reply, ServerBroke
+from .limits import queued_wait
 from .outputs import FLAG_OUTPUTS, detected
 from .requirements import all_requirements
 
@@ -22,6 +24,7 @@ CHAT_RENDER = "/v1/chat/completions/render"
 DERENDER = "/v1/completions/derender"
 PROBE_PROMPT = [10, 11, 12]
 MAX_DP_PROBE = 8
+WAVE = MAX_DP_PROBE + 4  # the probe's generates sent at once: one per rank, text, logprobs, stop
 
 # Names a user may claim with --expect, and the report lists as detected.
 KNOWN_FEATURES = (
@@ -165,12 +168,15 @@ def probe(client: Client, warmup_timeout: float = 30.0) -> Features:
     """
     ev: dict[str, str] = {}
     version = _reachable(client)
+    started = time.monotonic()
     bare = _try(client, "POST", GENERATE, _minimal(), auth=False, timeout=warmup_timeout)
     reply = bare
     if bare is not None and bare.status == 401:
         if not client.api_key:
             raise ProbeError("the server requires an API key (401 without one): pass --api-key")
+        started = time.monotonic()
         reply = _try(client, "POST", GENERATE, _minimal(), timeout=warmup_timeout)
+    took = time.monotonic() - started
     unkeyed: dict[str, Reply | None] = {GENERATE: bare}
     if reply is None or reply.status != 200 or not isinstance(_json(reply), dict):
         if not client.api_key:  # a gated or broken generate: abort is the other guarded prefix
@@ -179,15 +185,26 @@ def probe(client: Client, warmup_timeout: float = 30.0) -> Features:
         return _without_generate(client, reply, api_key, version, ev)
     body = _json(reply)
     model = body.get("model") if isinstance(body.get("model"), str) else None
-    with ThreadPoolExecutor(3) as pool:  # generates: on a slow server each waits its turn
-        asked_text = pool.submit(_try, client, "POST", GENERATE, _minimal(output_mode="text"))
+    # The generates below are independent: sent at once, a slow server's waits overlap. Its
+    # capacity is not known yet, so each may wait behind all the others in its queue.
+    wait = queued_wait(client.timeout, took, WAVE)
+    with ThreadPoolExecutor(WAVE) as pool:
+        asked_text = pool.submit(
+            _try, client, "POST", GENERATE, _minimal(output_mode="text"), timeout=wait
+        )
         with_logprobs = {"sampling_params": {"max_tokens": 1, "logprobs": 1}}
-        asked_logprobs = pool.submit(_try, client, "POST", GENERATE, _minimal(**with_logprobs))
-        dp_size = pool.submit(_dp_size, client)
+        asked_logprobs = pool.submit(
+            _try, client, "POST", GENERATE, _minimal(**with_logprobs), timeout=wait
+        )
+        ranks = [
+            pool.submit(_try, client, "POST", GENERATE, _minimal(), headers=_rank(r), timeout=wait)
+            for r in range(MAX_DP_PROBE + 1)
+        ]
     text = asked_text.result()
     text_tokenizer = _text_tokenizer(text, ev)
     logprobs = _json(asked_logprobs.result())
-    aborts = _aborts(client, text_tokenizer, ev)
+    # Only once they have ended: a dev-mode server's /abort_requests aborts every request.
+    aborts = _aborts(client, text_tokenizer, ev, wait)
     renders = _renders(client, model)
     if not client.api_key:  # every request so far went without a key: a 401 is a key signal
         unkeyed.update({ABORT: aborts.v1, **renders})
@@ -208,7 +225,7 @@ def probe(client: Client, warmup_timeout: float = 30.0) -> Features:
         logprob_form=_logprob_form(logprobs),
         tokens_only=aborts.tokens_only,
         render=_render(renders, ev),
-        dp_size=dp_size.result(),
+        dp_size=_dp_size([rank.result() for rank in ranks]),
         # A 404 `{"detail": "Not Found"}` is a dict too: only the counters themselves count.
         mock_stats=isinstance(stats, dict) and "in_flight" in stats,
         flag_outputs=detected(body, ev),
@@ -313,7 +330,7 @@ class _Aborts:
     tokens_only: bool
 
 
-def _aborts(client: Client, tokenizer: bool, ev: dict[str, str]) -> _Aborts:
+def _aborts(client: Client, tokenizer: bool, ev: dict[str, str], wait: float) -> _Aborts:
     """Both abort paths, and tokens-only mode, which must serve both.
 
     A tokens-only server that serves one path has both paths' rules: the missing one then
@@ -326,9 +343,8 @@ def _aborts(client: Client, tokenizer: bool, ev: dict[str, str]) -> _Aborts:
     has_v1, has_legacy = _served(v1), _served(legacy) and not dev_abort
     stop_refused, stop_says = False, False
     if has_legacy or not tokenizer:
-        stop = _try(
-            client, "POST", GENERATE, _minimal(sampling_params={"max_tokens": 2, "stop": ["zz"]})
-        )
+        stop_body = _minimal(sampling_params={"max_tokens": 2, "stop": ["zz"]})
+        stop = _try(client, "POST", GENERATE, stop_body, timeout=wait)
         stop_refused = stop is not None and stop.status == 400
         stop_says = stop is not None and stop_refused and b"tokens-only" in stop.body  # vLLM's
     tokens_only = (has_legacy and (not tokenizer or stop_refused)) or stop_says
@@ -401,12 +417,14 @@ def _logprob_form(body: Any) -> str:
     return "unknown"
 
 
-def _dp_size(client: Client) -> int | None:
-    """The first rank the server rejects is its data_parallel_size."""
-    for rank in range(MAX_DP_PROBE + 1):
-        reply = _try(
-            client, "POST", GENERATE, _minimal(), headers={"X-data-parallel-rank": str(rank)}
-        )
+def _rank(rank: int) -> dict[str, str]:
+    return {"X-data-parallel-rank": str(rank)}
+
+
+def _dp_size(replies: list[Reply | None]) -> int | None:
+    """The first rank the server rejects (answers to ranks 0, 1, ... in order) is its
+    data_parallel_size."""
+    for rank, reply in enumerate(replies):
         if reply is None or reply.status != 200:
             return rank if reply is not None and reply.status == 400 else None
     return None

@@ -99,6 +99,13 @@ class Limits:
         )
 
 
+def queued_wait(timeout: float, took: float, ahead: int) -> float:
+    """How long one of `ahead` requests sent at once may take on a server that runs them one
+    at a time (its max_num_seqs is not known yet): each may wait for all the others, at twice
+    the pace of the first answer (`took` seconds)."""
+    return max(timeout, 2 * ahead * took + 5)
+
+
 def _body(**sampling: Any) -> dict[str, Any]:
     return {
         "token_ids": PROBE_PROMPT,
@@ -220,26 +227,35 @@ def _bytes_per_token(client: Client) -> tuple[int | None, str]:
     return per_token, f"{len(reply.body)} bytes for {tokens} sampled tokens"
 
 
+def _max_logprobs(client: Client) -> tuple[int | None, str]:
+    """The largest logprobs accepted: 64, or the limit a 400 names (past 64: the one past
+    FAR_LOGPROBS)."""
+    found, said = _largest_accepted(
+        client, "logprobs", PROBE_LOGPROBS, LOGPROBS_LIMIT, (20, 5, 1, 0)
+    )
+    if found is not None:
+        return found, said
+    found, far = _named_limit(client, "logprobs", FAR_LOGPROBS, LOGPROBS_LIMIT)
+    return found, f"{said}; {far}"
+
+
 def probe_limits(client: Client, model: str | None) -> Limits:
-    """Learn the limits of a server whose generate works (a handful of small requests). The
-    per-token size comes first: the client's body bound grows with it from then on, for the
-    probe's own larger answers (n = 64) as for every check after it."""
+    """Learn the limits of a server whose generate works (a handful of small requests, side by
+    side where they can be). The per-token size comes before n = 64: the client's body bound
+    grows with it from then on, for the probe's own larger answers as for every check after."""
     evidence: dict[str, str] = {}
     max_model_len, evidence["max_model_len"] = _max_model_len(client, model)
-    per_token, evidence["bytes_per_token"] = _bytes_per_token(client)
-    client.bound_for = Limits(max_model_len, bytes_per_token=per_token).body_bound
     with ThreadPoolExecutor(2) as pool:  # side by side; the pace is measured alone after
+        # One token of greedy logprobs fits the default body bound whatever the per-token
+        # outputs: that probe need not wait for the per-token size, as n = 64 does.
+        asked_logprobs = pool.submit(_max_logprobs, client)
+        per_token, evidence["bytes_per_token"] = _bytes_per_token(client)
+        client.bound_for = Limits(max_model_len, bytes_per_token=per_token).body_bound
         asked_n = pool.submit(  # n > 1 needs sampling: greedy is n = 1 only
             _largest_accepted, client, "n", PROBE_N, N_LIMIT, (8, 4, 2, 1), temperature=1.0, seed=1
         )
-        asked_logprobs = pool.submit(
-            _largest_accepted, client, "logprobs", PROBE_LOGPROBS, LOGPROBS_LIMIT, (20, 5, 1, 0)
-        )
-    max_n, evidence["max_n"] = asked_n.result()
-    max_logprobs, evidence["max_logprobs"] = asked_logprobs.result()
-    if max_logprobs is None:  # 64 passed: a larger limit is named by the 400 past it
-        max_logprobs, far = _named_limit(client, "logprobs", FAR_LOGPROBS, LOGPROBS_LIMIT)
-        evidence["max_logprobs"] += f"; {far}"
+        max_n, evidence["max_n"] = asked_n.result()
+        max_logprobs, evidence["max_logprobs"] = asked_logprobs.result()
     if max_logprobs is not None and max_logprobs < 0:  # vLLM's -1: the whole vocabulary
         max_logprobs = None
     ttft, itl, evidence["pace"] = _pace(client)

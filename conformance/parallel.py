@@ -8,20 +8,24 @@ choices a check may ask for), each with the probe's knowledge and a session of i
 own request ids). What reaches the server as a whole runs afterwards in the runner itself,
 alone: the checks that abort every request or read the server's counters, the checks that
 judge every body the others received (the workers hand theirs back) and the ones that may
-take the server down.
+take the server down. What else needs only the probe (the folded-in fuzz) runs beside the
+workers where the server has room for one more (`room_beside`).
 
+A worker's start is most of what a short module costs: it loads no installed pytest plugin.
 Against a fast server nothing is gained, so it runs as before: one pytest session.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import os
 import pickle
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +36,7 @@ import pytest
 from .collector import Collector
 from .features import Features
 from .limits import Limits
-from .registry import all_checks
+from .registry import all_checks, runs_last
 from .results import CheckResult, Status
 from .session import Session, SuiteConfig
 
@@ -42,8 +46,23 @@ judge what the others received, or may end the server (ERR-007): they run after 
 in the runner's own session. Aborts act
 on their own request ids and read their own timelines, and the weight label is judged only by
 its own module, so both run beside the others."""
-FIRST = ("test_core.py", "test_abort.py", "test_stop.py", "test_text_mode.py")
-"""The longest modules (most requests), handed out first so no worker is left with one."""
+ENDING = ("test_errors.py",)
+"""SERIAL modules only for their `last` checks (those that may end the server): the rest of
+their checks send requests of their own, so they run in a worker like any other."""
+GATED = "test_weight_versions.py"
+"""The module that sets the weight label and judges it: what runs beside the checks (the fuzz)
+leaves the label alone until it has ended (see `runner.run`)."""
+FIRST = (
+    GATED,
+    "test_text_mode.py",
+    "test_stop.py",
+    "test_core.py",
+    "test_streaming.py",
+    "test_abort.py",
+)
+"""The longest modules, longest first as measured side by side at a 3 s first token (their
+long streams cost CPU as well as waits), so no worker is left with one at the end; the gated
+one first, so what waits for it waits least."""
 SLOW_FIRST_TOKEN_S = 0.2  # below this, waiting is not what a run spends its time on
 SPLIT = ("test_core.py", "test_stop.py")
 """Modules of many independent checks, handed out as two halves."""
@@ -66,6 +85,14 @@ def workers_for(config: SuiteConfig, limits: Limits) -> int:
     return max(1, min(MAX_WORKERS, limits.max_n // CHOICES_PER_CHECK))
 
 
+def room_beside(workers: int, limits: Limits) -> bool:
+    """The server takes one more check's worth of requests beside the workers (what the runner
+    runs beside them), so nothing waits in its queue for it."""
+    if workers < 2:
+        return False
+    return limits.max_n is None or limits.max_n // CHOICES_PER_CHECK > workers
+
+
 def modules(checks_dir: Path) -> tuple[list[Path], list[Path]]:
     """(modules for the workers, modules for the runner afterwards)."""
 
@@ -76,17 +103,43 @@ def modules(checks_dir: Path) -> tuple[list[Path], list[Path]]:
     return [p for p in found if p.name not in SERIAL], [p for p in found if p.name in SERIAL]
 
 
-def jobs(shared: list[Path]) -> list[list[str]]:
-    """The workers' jobs, longest first: each module, the SPLIT ones as two halves of their
-    checks (pytest node ids)."""
+def _tests(path: Path) -> list[str]:
+    """The module's checks by name, sorted."""
     names = [name for name in all_checks()]
+    return sorted({n.rsplit(".", 1)[1] for n in names if n.split(".")[-2] == path.stem})
+
+
+def _ending(path: Path, test: str) -> bool:
+    """The check may take the server down (`checks(last=True)`)."""
+    module = importlib.import_module(f"conformance.checks.{path.stem}")
+    return runs_last(getattr(module, test, None)) == 2
+
+
+def jobs(shared: list[Path], alone: Sequence[Path] = ()) -> list[list[str]]:
+    """The workers' jobs, longest first: each module, the SPLIT ones as two halves of their
+    checks (pytest node ids), then the ENDING modules of `alone` without their `last` checks."""
     out: list[list[str]] = []
     for path in shared:
         if path.name not in SPLIT:
             out.append([str(path)])
             continue
-        tests = sorted({n.rsplit(".", 1)[1] for n in names if n.split(".")[-2] == path.stem})
+        tests = _tests(path)
         out += [[f"{path}::{t}" for t in tests[half::2]] for half in (0, 1)]
+    for path in alone:
+        if path.name in ENDING:
+            out.append([f"{path}::{t}" for t in _tests(path) if not _ending(path, t)])
+    return out
+
+
+def afterwards(alone: list[Path]) -> list[str]:
+    """What the runner's own session runs after the workers: the SERIAL modules, of the
+    ENDING ones only their `last` checks."""
+    out: list[str] = []
+    for path in alone:
+        if path.name not in ENDING:
+            out.append(str(path))
+            continue
+        out += [f"{path}::{t}" for t in _tests(path) if _ending(path, t)]
     return out
 
 
@@ -130,12 +183,16 @@ def checks_session(args: list[str], plugins: list[Any]) -> str:
 
 
 def run_workers(
-    session: Session, workers: int, jobs: list[list[str]], selected: frozenset[str] | None
+    session: Session,
+    workers: int,
+    jobs: list[list[str]],
+    selected: frozenset[str] | None,
+    on_done: Callable[[list[str]], None] = lambda job: None,
 ) -> list[Shard]:
-    """Each job (pytest arguments) in a fresh interpreter, `workers` at a time. A subprocess of
-    `python -m conformance.parallel`, not multiprocessing: a spawned child re-imports the
-    caller's main module, which a script calling `runner.run` without a main guard (or a
-    frozen one) cannot survive."""
+    """Each job (pytest arguments) in a fresh interpreter, `workers` at a time; `on_done(job)`
+    as each ends. A subprocess of `python -m conformance.parallel`, not multiprocessing: a
+    spawned child re-imports the caller's main module, which a script calling `runner.run`
+    without a main guard (or a frozen one) cannot survive."""
     learned = (session.config, session.features, session.limits, selected)
     with (
         tempfile.TemporaryDirectory(prefix="tito-workers-") as tmp,
@@ -145,7 +202,14 @@ def run_workers(
         for path, args in zip(paths, jobs, strict=True):
             path.with_suffix(".in").write_bytes(pickle.dumps((*learned, args)))
         timeout = session.config.deadline_s + 60
-        return list(pool.map(lambda path: _worker(path, timeout), paths))
+
+        def one(path: Path, job: list[str]) -> Shard:
+            try:
+                return _worker(path, timeout)
+            finally:
+                on_done(job)
+
+        return list(pool.map(one, paths, jobs))
 
 
 def _worker(path: Path, timeout: float) -> Shard:
@@ -153,7 +217,14 @@ def _worker(path: Path, timeout: float) -> Shard:
     argv = [sys.executable, "-m", "conformance.parallel", str(path)]
     here = str(Path(__file__).resolve().parents[1])  # this kit, installed or not
     path_now = os.environ.get("PYTHONPATH", "")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [here, path_now]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [here, path_now])),
+        # The checks need no installed pytest plugin (this kit's own acts only when given
+        # --tito-base-url); importing them all (hypothesis, schemathesis, ...) took most of a
+        # worker's start, several seconds on a busy machine, once per job.
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    }
     try:
         done = subprocess.run(
             argv,

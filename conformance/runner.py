@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 from . import parallel
 from .assemble import SUITE_NAME, build, report_from
 from .collector import Collector
-from .features import ProbeError
+from .features import Features, ProbeError
+from .limits import Limits
 from .registry import all_checks
 from .reporting.progress import Progress
 from .results import CheckResult, Report
@@ -45,8 +49,17 @@ def pytest_args(config: SuiteConfig, paths: list[Path] | list[str] | None = None
     return args
 
 
-def run(config: SuiteConfig) -> Report:
-    """Run every applicable check against `config.base_url`. Never raises for server faults."""
+Beside = Callable[[Features, Limits, threading.Event], None]
+"""Work against the same server that needs only the probe's knowledge (the CLI's small fuzz),
+run beside the check workers when the server has room for it. It is handed an event set once
+the module judging the weight label has ended (`parallel.GATED`): it leaves the label alone
+until then. It ends before the checks that read the whole server start."""
+
+
+def run(config: SuiteConfig, beside: Beside | None = None) -> Report:
+    """Run every applicable check against `config.base_url`. Never raises for server faults.
+    `beside` is called (once, in a thread) only if it ran beside the checks: the caller runs
+    it afterwards otherwise."""
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.monotonic()
     try:
@@ -56,17 +69,25 @@ def run(config: SuiteConfig) -> Report:
     workers = parallel.workers_for(config, session.limits)
     outcomes: list[tuple[tuple[str, ...], CheckResult]] = []
     errors: list[str] = []
-    paths: list[Path] | None = None
+    paths: list[str] | None = None
     selection: frozenset[str] | None = None
     try:
-        if workers > 1:  # a slow server: the independent modules side by side first
-            shared, paths = parallel.modules(CHECKS_DIR)
+        if workers > 1:  # a slow server: the independent checks side by side first
+            shared, alone = parallel.modules(CHECKS_DIR)
+            paths = parallel.afterwards(alone)
             selection = frozenset(rid for ids in all_checks().values() for rid in ids)
-            jobs = [pytest_args(config, targets) for targets in parallel.jobs(shared)]
+            jobs = [pytest_args(config, targets) for targets in parallel.jobs(shared, alone)]
+            side = beside if parallel.room_beside(workers, session.limits) else None
             progress = progress_plugin(config)
-            progress.update(f"{len(shared)} check modules, {workers} at a time")
+            progress.update(
+                f"{len(jobs)} check groups, {workers} at a time"
+                + (", fuzzing beside" if side else "")
+            )
             try:
-                shards = parallel.run_workers(session, workers, jobs, selection)
+                with _beside(side, session) as gate:
+                    shards = parallel.run_workers(
+                        session, workers, jobs, selection, on_done=_opens(gate)
+                    )
             finally:
                 progress.clear()
             found, error = parallel.merge(session, shards)
@@ -82,9 +103,38 @@ def run(config: SuiteConfig) -> Report:
     return build(config, session, started_at, t0, outcomes, harness_error=error)
 
 
+@contextmanager
+def _beside(beside: Beside | None, session: Session) -> Iterator[threading.Event]:
+    """`beside` in a thread for the block's length; its gate is open when the block ends, and
+    it has ended when the block has."""
+    gate = threading.Event()
+    if beside is None:
+        yield gate
+        return
+    thread = threading.Thread(
+        target=beside, args=(session.features, session.limits, gate), daemon=True
+    )
+    thread.start()
+    try:
+        yield gate
+    finally:
+        gate.set()
+        thread.join()
+
+
+def _opens(gate: threading.Event) -> Callable[[list[str]], None]:
+    """Open `gate` when the job running the gated module ends."""
+
+    def on_done(job: list[str]) -> None:
+        if any(Path(arg.split("::")[0]).name == parallel.GATED for arg in job):
+            gate.set()
+
+    return on_done
+
+
 def progress_plugin(config: SuiteConfig) -> Progress:
     """The check group running, on a terminal (see reporting.progress)."""
     return Progress(f"   [{config.profile or config.base_url}] checks: ")
 
 
-__all__ = ["SUITE_NAME", "progress_plugin", "pytest_args", "report_from", "run"]
+__all__ = ["SUITE_NAME", "Beside", "progress_plugin", "pytest_args", "report_from", "run"]

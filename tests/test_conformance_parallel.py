@@ -8,6 +8,8 @@ the runner's own session afterwards.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from conformance import parallel
@@ -47,6 +49,12 @@ def test_every_module_runs_once_and_the_server_wide_ones_alone() -> None:
     assert [p.name for p in shared[: len(parallel.FIRST)]] == list(parallel.FIRST)
     split = [job for job in parallel.jobs(shared) if "::" in job[0]]
     assert len(split) == 2 * len(parallel.SPLIT)
+    # every check once: in a worker, or in the runner's session after them
+    every = sorted(tuple(n.split(".")[-2:]) for n in all_checks())
+    assert sorted(_placed([*parallel.jobs(shared, alone), parallel.afterwards(alone)])) == every
+    # the checks that may end the server run last, alone; their modules' others in a worker
+    ending = [arg for arg in parallel.afterwards(alone) if "::" in arg]
+    assert [arg.rsplit("::", 1)[1] for arg in ending] == ["test_out_of_vocabulary"]
     for name in parallel.SPLIT:  # both halves together: every check of the module, once
         halves = [set(job) for job in split if name in job[0]]
         assert len(halves) == 2 and not halves[0] & halves[1]
@@ -56,6 +64,16 @@ def test_every_module_runs_once_and_the_server_wide_ones_alone() -> None:
     for rid in ("ABORT-007", "ABORT-008", "ABORT-009", "AUTH-003"):
         where = {name.rsplit(".", 2)[-2] for name, ids in all_checks().items() if rid in ids}
         assert where == {"test_server_wide"}, rid
+
+
+def _placed(jobs: list[list[str]]) -> list[tuple[str, str]]:
+    """(module, check) of each check the jobs' pytest arguments run."""
+    names = [tuple(n.split(".")[-2:]) for n in all_checks()]
+    out: list[tuple[str, str]] = []
+    for arg in (arg for job in jobs for arg in job):
+        path, _, test = arg.partition("::")
+        out += [(m, t) for m, t in names if m == Path(path).stem and test in ("", t)]
+    return out
 
 
 def _verdicts(workers: int, defects: tuple[str, ...] = ()) -> dict[str, Status]:

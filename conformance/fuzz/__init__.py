@@ -6,6 +6,8 @@ small budget and merges into its report.
 
 from __future__ import annotations
 
+import threading
+
 from ..http import DEFAULT_TIMEOUT_S
 from ..results import Report
 from .cli import main
@@ -26,12 +28,15 @@ def fuzz_report(
     operations: tuple[str, ...] = (),
     timeout_s: float = DEFAULT_TIMEOUT_S,
     facts: ServerFacts | None = None,
+    label_gate: threading.Event | None = None,
 ) -> Report:
     """A fuzz run as a `conformance.results.Report` (one per server), for the suite's `run`.
 
     The out-of-vocabulary group is off by default here: it may crash the server under test
     (vLLM 0.32 `--tokens-only`), which would end the rest of the suite's run. `facts`: what
     the suite's probe already learned (its features and limits); None probes anew.
+    `label_gate`: run beside the suite's checks, it waits for this before changing the weight
+    label (see `run.fuzz`).
     """
     from dataclasses import replace
 
@@ -47,4 +52,4 @@ def fuzz_report(
         request_timeout_s=timeout_s,
     )
     config = replace(config, facts=facts or probe_facts(config, vocab_size))
-    return to_report(fuzz(config))
+    return to_report(fuzz(config, label_gate))

@@ -3,6 +3,7 @@ out-of-vocabulary group last (it may crash the server), and the report."""
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,9 +22,14 @@ from .media import GROUP as MEDIA_GROUP
 from .media import fuzz_media
 from .oov import fuzz_oov
 from .settings import FuzzConfig, ServerFacts
-from .stateful import run_sequences
+from .stateful import (
+    label_then_generate,
+    run_sequences,
+)
 
 SUITE_NAME = "tito-conformance fuzz"
+LABELLING = ("updateWeightVersion", "finishWeightUpdate")
+"""The operations that change the server's weight label."""
 SEQUENCE_COVERS = sequence_covers()
 """What a stateful sequence that ran cases exercised (its failures file under these too)."""
 
@@ -84,25 +90,42 @@ def facts_from(features: Features, limits: Limits, vocab_size: int | None = None
     )
 
 
-def fuzz(config: FuzzConfig) -> FuzzResult:
-    """Never raises for server faults: they are findings."""
+def fuzz(config: FuzzConfig, label_gate: threading.Event | None = None) -> FuzzResult:
+    """Never raises for server faults: they are findings. `label_gate`: the fuzz runs beside
+    checks that set and judge the weight label; what changes the label (its operations, the
+    sequence that sets it) then comes last, once the gate is open. Each group draws the same
+    cases in either order; only the label the others' answers carry may differ."""
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.monotonic()
     facts = config.facts or probe_facts(config)
     fz = Fuzzer(config, facts)
     wanted = config.operations or tuple(operations())
+    later = [op for op in wanted if op in LABELLING] if label_gate is not None else []
     modes = [GenerationMode.POSITIVE] + ([GenerationMode.NEGATIVE] if config.negative else [])
-    try:
-        for op_id in wanted:
+    examples = max(5, config.max_examples // 10)
+
+    def fuzz_all(op_ids: list[str]) -> None:
+        for op_id in op_ids:
             if fz.served(op_id) == "dev-semantics":  # the dev router's answer, not TITO's
                 continue
             for mode in modes:
                 if not fz.server_gone:
                     fz.fuzz_operation(op_id, mode)
+
+    try:
+        fuzz_all([op for op in wanted if op not in later])
         if config.negative and not fz.server_gone:
-            fuzz_media(fz, wanted)
-        if config.stateful and not fz.server_gone:
-            run_sequences(fz, max(5, config.max_examples // 10))
+            fuzz_media(fz, wanted)  # never a label: a body the weight routes ignore is absent
+        if label_gate is None:
+            if config.stateful and not fz.server_gone:
+                run_sequences(fz, examples)
+        else:
+            if config.stateful and not fz.server_gone:
+                run_sequences(fz, examples, labels=False)
+            label_gate.wait()
+            fuzz_all(later)
+            if config.stateful and not fz.server_gone and _sequence_applies(fz):
+                label_then_generate(fz, examples)
         if (
             config.oov_group
             and not fz.server_gone
@@ -122,6 +145,10 @@ def fuzz(config: FuzzConfig) -> FuzzResult:
         fz.server_gone,
         unsendable=fz.unsendable,
     )
+
+
+def _sequence_applies(fz: Fuzzer, op_id: str = "updateWeightVersion") -> bool:
+    return fz.served("generate") == "served" and fz.served(op_id) == "served"
 
 
 def to_report(result: FuzzResult) -> Report:

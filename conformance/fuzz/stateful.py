@@ -288,11 +288,13 @@ def render_generate_derender(fz: Fuzzer, examples: int) -> None:
     fz.run_group("render-generate-derender", GROUP, strategy, examples, on_case, side_by_side=True)
 
 
-def run_sequences(fz: Fuzzer, examples: int) -> None:
+def run_sequences(fz: Fuzzer, examples: int, labels: bool = True) -> None:
+    """Every sequence that applies here; `labels=False` leaves out the one that changes the
+    server's weight label (it runs later, once nothing else reads the label)."""
     if fz.served("generate") != "served":
         return
     generate_then_abort(fz, examples)
-    if fz.served("updateWeightVersion") == "served":
+    if labels and fz.served("updateWeightVersion") == "served":
         label_then_generate(fz, examples)
     if fz.served("renderCompletions") == "served" and fz.facts.has_tokenizer:
         render_generate_derender(fz, examples)
