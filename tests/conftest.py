@@ -1,0 +1,21 @@
+"""How the kit's tests share the machine (pytest-xdist, `tox -e py`: `-n 2 --dist loadgroup`).
+
+Most of the tests wait on servers (a mock's latency, a suite run at a slow server's pace), so
+more workers than cores pays. A module keeps its tests on one worker, where its module-scoped
+fixtures (a blast-radius batch, a live stand-in run, a browser) are built once, except the
+modules in SPREAD, whose tests are independent runs that are long each.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+SPREAD = frozenset({"test_conformance_settings.py", "test_fuzz_defects.py"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        if item.path.name not in SPREAD:
+            item.add_marker(pytest.mark.xdist_group(item.path.name))
