@@ -157,12 +157,5 @@ class Client(Sender):
                         max_bytes=self._max_bytes(body),
                     )
                 )
-        except httpx.TimeoutException:
-            self._note(True)
-            exchange.error = f"no answer within {self.timeout:g} s"
-            raise ServerBroke(
-                f"{method} {path} (stream): no answer within {self.timeout:g} s", True
-            ) from None
         except httpx.HTTPError as exc:
-            exchange.error = f"{type(exc).__name__}: {exc}"
-            raise ServerBroke(f"{method} {path} (stream): {type(exc).__name__}: {exc}") from None
+            raise self._stream_failed(exchange, f"{method} {path} (stream)", exc) from None

@@ -152,6 +152,15 @@ class Sender:
         exchange.error = f"{type(exc).__name__}: {exc}"
         return ServerBroke(f"{what}: {type(exc).__name__}: {exc}")
 
+    def _stream_failed(self, exchange: Exchange, what: str, exc: httpx.HTTPError) -> ServerBroke:
+        """The ServerBroke of a stream that could not be opened or read (recorded)."""
+        if isinstance(exc, httpx.TimeoutException):
+            self._note(True)
+            exchange.error = f"no answer within {self.timeout:g} s"
+            return ServerBroke(f"{what}: no answer within {self.timeout:g} s", True)
+        exchange.error = f"{type(exc).__name__}: {exc}"
+        return ServerBroke(f"{what}: {type(exc).__name__}: {exc}")
+
 
 def received(exchange: Exchange, response: httpx.Response, started: float) -> None:
     exchange.status = response.status_code
