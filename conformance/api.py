@@ -122,34 +122,43 @@ class Leaf:
     keys: frozenset[str]
 
 
-def schema_leaves(schema: str, instance: Any, limit: int = 3) -> list[Leaf]:
-    """Where `instance` departs from `schema`: the deepest path, what was expected, what came."""
+def schema_leaves(schema: str, instance: Any, limit: int = 3, every: bool = False) -> list[Leaf]:
+    """Where `instance` departs from `schema`: per error, the deepest path, what was expected,
+    what came; with `every`, each leaf of the branch the body comes closest to, deepest first
+    (a body that breaks two rules of one branch shows both: what charges them needs both)."""
     found: list[Leaf] = []
     instance = _compact(instance)
     validator = schema_validator(schema)
     for error in sorted(validator.iter_errors(instance), key=lambda e: e.path):
-        leaf = _deepest(error)
-        where = "/" + "/".join(str(p) for p in leaf.absolute_path)
-        if leaf.validator in ("type", "enum", "const", "pattern", "minimum", "maximum"):
-            text = f"expected {leaf.validator} {leaf.validator_value!r}, got {leaf.instance!r:.80}"
-        else:
-            text = leaf.message[:200]
-        keys = {str(p) for p in leaf.absolute_path} | _deciding(validator, leaf)
-        if leaf.validator is None:  # a `false` property schema: the key(s) holding the value
-            parent = _at(instance, leaf.absolute_path)
-            if isinstance(parent, dict):
-                keys |= {str(k) for k, v in parent.items() if v is leaf.instance}
-        if isinstance(leaf.instance, dict) and leaf.validator == "required":
-            keys |= {str(k) for k in leaf.validator_value if k not in leaf.instance}
-        if isinstance(leaf.instance, dict) and leaf.validator == "additionalProperties":
-            known = leaf.schema.get("properties", {}) if isinstance(leaf.schema, dict) else {}
-            keys |= {str(k) for k in leaf.instance if k not in known}
-        problem = Leaf(f"at {where}: {text}", frozenset(keys))
-        if problem.text not in (f.text for f in found):
-            found.append(problem)
-        if len(found) >= limit:
-            break
+        chosen = [_deepest(error)]
+        if every:
+            chosen = sorted(_leaves(error), key=lambda e: -len(e.absolute_path))
+        for leaf in chosen:
+            problem = _leaf(validator, instance, leaf)
+            if problem.text not in (f.text for f in found):
+                found.append(problem)
+            if len(found) >= limit:
+                return found
     return found
+
+
+def _leaf(validator: Any, instance: Any, leaf: ValidationError) -> Leaf:
+    where = "/" + "/".join(str(p) for p in leaf.absolute_path)
+    if leaf.validator in ("type", "enum", "const", "pattern", "minimum", "maximum"):
+        text = f"expected {leaf.validator} {leaf.validator_value!r}, got {leaf.instance!r:.80}"
+    else:
+        text = leaf.message[:200]
+    keys = {str(p) for p in leaf.absolute_path} | _deciding(validator, leaf)
+    if leaf.validator is None:  # a `false` property schema: the key(s) holding the value
+        parent = _at(instance, leaf.absolute_path)
+        if isinstance(parent, dict):
+            keys |= {str(k) for k, v in parent.items() if v is leaf.instance}
+    if isinstance(leaf.instance, dict) and leaf.validator == "required":
+        keys |= {str(k) for k in leaf.validator_value if k not in leaf.instance}
+    if isinstance(leaf.instance, dict) and leaf.validator == "additionalProperties":
+        known = leaf.schema.get("properties", {}) if isinstance(leaf.schema, dict) else {}
+        keys |= {str(k) for k in leaf.instance if k not in known}
+    return Leaf(f"at {where}: {text}", frozenset(keys))
 
 
 def _at(instance: Any, path: Any) -> Any:

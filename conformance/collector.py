@@ -20,6 +20,8 @@ from .session import BLOCKED_PREFIX, LIMIT_PREFIX, Session, SuiteConfig
 
 SCHEMA_OWNERS = {"GenerateResponse": "SCHEMA-GEN-001", "GenerateStreamPayload": "SCHEMA-STREAM-001"}
 """The requirement that judges every received body of each schema (`checks/test_schema.py`)."""
+MAX_LEAVES = 50
+"""Leaves read of a body a failed check read: enough that a field of its own is never missed."""
 STREAM_GROUND = "STREAM-001"
 """What every check that reads a stream stands on: a readable SSE stream."""
 
@@ -148,22 +150,21 @@ class Collector:
         if s is None or set(ids) & set(SCHEMA_OWNERS.values()):
             return None
         own = {f for rid in ids for f in by_id()[rid].fields}
-        for schema, what, body in s.recent:
+        first: tuple[str, str, Any, str, str] | None = None
+        for schema, what, body in s.recent:  # every body it read, before deciding
             owner = SCHEMA_OWNERS.get(schema)
-            if (
-                owner is None
-                or owner in ids
-                or (s.selected is not None and owner not in s.selected)
-            ):
+            if owner is None or (s.selected is not None and owner not in s.selected):
                 continue
-            leaves = api.schema_leaves(schema, body, limit=5)
+            leaves = api.schema_leaves(schema, body, limit=MAX_LEAVES, every=True)
             if any(leaf.keys & own for leaf in leaves):
                 return None  # malformed where the check's own requirement speaks: it fails
-            if leaves:
-                s.malformed.append((schema, what, body))  # judged there, whatever the cap
-                where = f"{what}: {leaves[0].text}"
-                return f"{BLOCKED_PREFIX} it read a malformed answer, {where} ({owner})"
-        return None
+            if leaves and first is None:
+                first = (schema, what, body, owner, leaves[0].text)
+        if first is None:
+            return None
+        schema, what, body, owner, text = first
+        s.malformed.append((schema, what, body))  # judged there, whatever the cap
+        return f"{BLOCKED_PREFIX} it read a malformed answer, {what}: {text} ({owner})"
 
     def _record(self, item: pytest.Item, call: pytest.CallInfo[None], report: Any) -> None:
         ids = requirements_of(getattr(item, "function", None))
