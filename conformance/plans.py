@@ -91,7 +91,9 @@ def plans_for(limits: Limits, prompt_len: int, queue: bool = True) -> list[Plan]
     `queue=False`)."""
     sized = sizes_for(limits, prompt_len)
     room = limits.room(prompt_len)
-    wanted = sizes_for(Limits(itl_s=limits.itl_s), prompt_len)[0]  # ~TARGET_S of tokens
+    # ~TARGET_S of tokens; a pace measured as 0 (gaps under 10 us) asks for more than any room
+    unpaced = limits.itl_s is not None and limits.itl_s <= 0
+    wanted = math.inf if unpaced else sizes_for(Limits(itl_s=limits.itl_s), prompt_len)[0]
     if room is None or room >= wanted:
         return [Plan(tokens) for tokens in sized]
     tokens = max(2, room)

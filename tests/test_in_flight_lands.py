@@ -56,5 +56,7 @@ def test_the_plans_hold_a_request_only_where_the_context_caps_it() -> None:
     held = plans_for(fast, 4)
     assert held[0] == Plan(60) and any(p.blockers for p in held)
     assert not any(p.blockers for p in plans_for(fast, 4, queue=False))
+    instant = Limits(max_model_len=64, max_n=1, ttft_s=0.001, itl_s=0.0)  # rounded to 0
+    assert any(p.blockers for p in plans_for(instant, 4))
     unknown = Limits(max_model_len=64, ttft_s=0.001, itl_s=0.00001)
     assert max(p.n for p in plans_for(unknown, 4)) == HEAVY_N
