@@ -3,15 +3,15 @@ same configuration, recording and bounds as `http.Client`."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
 
-from .bounded import AsyncStream, Reply, ServerBroke, aread_bounded
-from .sender import MISSING, Sender, received, wire
+from .bounded import AsyncStream, Reply, aread_bounded
+from .outgoing import Outgoing
+from .sender import MISSING, Sender
 
 
 class AsyncClient(Sender):
@@ -50,24 +50,11 @@ class AsyncClient(Sender):
     ) -> Reply:
         """`Client.request`, awaited."""
         exchange = self._prepare(method, path, body, content, headers, auth, stream=False)
-        limit = timeout or self.timeout
-        started = time.monotonic()
-        try:
-            async with self._http.stream(
-                method,
-                exchange.url,
-                content=exchange.body,
-                headers=wire(exchange.headers),
-                timeout=self.timeouts.for_httpx(limit),
-            ) as response:
-                received(exchange, response, started)
-                exchange.response_body = await aread_bounded(
-                    response, self._body_deadline(exchange, limit), self._max_bytes(body)
-                )
-        except (httpx.HTTPError, ServerBroke) as exc:
-            raise self._failed(exchange, f"{method} {path}", exc, limit) from None
-        self._note(False)
-        return Reply(exchange)
+        out = Outgoing(self, exchange, f"{method} {path}", timeout or self.timeout, body)
+        with out.answered():
+            async with self._http.stream(**out.args(self.timeouts.for_httpx(out.limit))) as answer:
+                exchange.response_body = await aread_bounded(answer, *out.received(answer))
+        return out.reply()
 
     async def post(self, path: str, body: Any = MISSING, **kwargs: Any) -> Reply:
         return await self.request("POST", path, body, **kwargs)
@@ -87,14 +74,9 @@ class AsyncClient(Sender):
         """Send and keep the answer open: its `chunks()` or `events()` are read as they come,
         bounded by `deadline` (default: the stream budget) and the size cap."""
         exchange = self._prepare(method, path, body, content, headers, auth, stream=True)
-        started = time.monotonic()
-        ends = started + (deadline or self.stream_deadline)
-        try:
-            async with self._http.stream(
-                method, exchange.url, content=exchange.body, headers=wire(exchange.headers)
-            ) as response:
-                received(exchange, response, started)
-                self._note(False)
-                yield AsyncStream(response, exchange, ends, self._max_bytes(body))
-        except httpx.HTTPError as exc:
-            raise self._stream_failed(exchange, f"{method} {path} (stream)", exc) from None
+        what = f"{method} {path} (stream)"
+        out = Outgoing(self, exchange, what, deadline or self.stream_deadline, body)
+        with out.opened():
+            async with self._http.stream(**out.args()) as response:
+                out.streaming(response)
+                yield AsyncStream(response, exchange, out.ends, out.max_bytes)

@@ -70,6 +70,27 @@ class Reply:
         return sse_data(self.body)
 
 
+def _event(exchange: Exchange, data: str) -> str:
+    """Record one event's data (sync and async alike): a stream that never ends is stopped."""
+    exchange.events.append(data)
+    if len(exchange.events) > MAX_EVENTS:
+        raise ServerBroke(f"stream sent more than {MAX_EVENTS} events; stopped")
+    return data
+
+
+def _cut_off(
+    exchange: Exchange, exc: httpx.HTTPError, on_stall: Callable[[], None] = lambda: None
+) -> ServerBroke:
+    """The ServerBroke of a stream whose transport failed mid-read, recorded on the exchange
+    (sync and async alike); a read timeout is a stall, told to `on_stall`."""
+    if isinstance(exc, httpx.TimeoutException):
+        on_stall()
+        exchange.error = "read timed out mid-stream"
+        return ServerBroke("the stream stalled: read timed out mid-stream", True)
+    exchange.error = f"stream broke: {type(exc).__name__}: {exc}"
+    return ServerBroke(f"the stream broke off: {type(exc).__name__}: {exc}")
+
+
 class _BoundedResponse:
     """What httpx-sse reads from: the real response, cut off by size and wall clock."""
 
@@ -150,31 +171,18 @@ class Stream:
                     bounded._on_stall()
                     raise ServerBroke("stream did not end before its deadline; stopped", True)
                 yield chunk
-        except httpx.TimeoutException:
-            bounded._on_stall()
-            self.exchange.error = "read timed out mid-stream"
-            raise ServerBroke("the stream stalled: read timed out mid-stream", True) from None
         except httpx.HTTPError as exc:
-            self.exchange.error = f"stream broke: {type(exc).__name__}: {exc}"
-            raise ServerBroke(f"the stream broke off: {type(exc).__name__}: {exc}") from None
+            raise _cut_off(self.exchange, exc, bounded._on_stall) from None
 
     def _iter_events(self) -> Iterator[str]:
         source = EventSource(cast(httpx.Response, self._bounded))
         try:
             for event in source.iter_sse():
-                self.exchange.events.append(event.data)
-                if len(self.exchange.events) > MAX_EVENTS:
-                    raise ServerBroke(f"stream sent more than {MAX_EVENTS} events; stopped")
-                yield event.data
-        except SSEError as exc:
+                yield _event(self.exchange, event.data)
+        except SSEError as exc:  # an httpx.HTTPError too: the stream's bytes are no SSE
             raise ServerBroke(f"not an SSE stream: {exc}") from None
-        except httpx.TimeoutException:
-            self._bounded._on_stall()
-            self.exchange.error = "read timed out mid-stream"
-            raise ServerBroke("the stream stalled: read timed out mid-stream", True) from None
         except httpx.HTTPError as exc:
-            self.exchange.error = f"stream broke: {type(exc).__name__}: {exc}"
-            raise ServerBroke(f"the stream broke off: {type(exc).__name__}: {exc}") from None
+            raise _cut_off(self.exchange, exc, self._bounded._on_stall) from None
 
 
 class AsyncStream:
@@ -209,12 +217,8 @@ class AsyncStream:
                 if time.monotonic() > self._deadline:
                     raise ServerBroke("stream did not end before its deadline; stopped", True)
                 yield chunk
-        except httpx.TimeoutException:
-            self.exchange.error = "read timed out mid-stream"
-            raise ServerBroke("the stream stalled: read timed out mid-stream", True) from None
         except httpx.HTTPError as exc:
-            self.exchange.error = f"stream broke: {type(exc).__name__}: {exc}"
-            raise ServerBroke(f"the stream broke off: {type(exc).__name__}: {exc}") from None
+            raise _cut_off(self.exchange, exc) from None
 
     async def aiter_text(self) -> AsyncIterator[str]:
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
@@ -225,10 +229,7 @@ class AsyncStream:
         """Each event's data as it arrives (httpx-sse over the bounded reader)."""
         try:
             async for event in EventSource(cast(httpx.Response, self)).aiter_sse():
-                self.exchange.events.append(event.data)
-                if len(self.exchange.events) > MAX_EVENTS:
-                    raise ServerBroke(f"stream sent more than {MAX_EVENTS} events; stopped")
-                yield event.data
+                yield _event(self.exchange, event.data)
         except SSEError as exc:
             raise ServerBroke(f"not an SSE stream: {exc}") from None
 

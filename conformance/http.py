@@ -10,7 +10,6 @@ says otherwise. Every public name of those modules is importable from here.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -29,14 +28,13 @@ from .bounded import (
     _BoundedResponse,
     read_bounded,
 )
+from .outgoing import Outgoing
 from .sender import (
     IN_PROCESS_URL,
     MISSING,
     UNRESPONSIVE_AFTER,
     Sender,
     auth_header,
-    received,
-    wire,
 )
 from .sse import is_event_stream, sse_data, sse_events
 from .timeouts import ANSWER_FACTOR, CONNECT_CAP_S, DEFAULT_TIMEOUT_S, STREAM_FACTOR, Timeouts
@@ -98,24 +96,13 @@ class Client(Sender):
         """Send one request and read its whole (bounded) answer. `path` may be a whole URL;
         `content` and `headers` go out as given (a raw request), `body` as JSON."""
         exchange = self._prepare(method, path, body, content, headers, auth, stream=False)
-        limit = timeout or self.timeout
-        started = time.monotonic()
-        try:
-            with self._http.stream(
-                method,
-                exchange.url,
-                content=exchange.body,
-                headers=wire(exchange.headers),
-                timeout=self.timeouts.for_httpx(limit),
-            ) as response:
-                received(exchange, response, started)
-                exchange.response_body = read_bounded(
-                    response, self._body_deadline(exchange, limit), self._max_bytes(body)
-                )
-        except (httpx.HTTPError, ServerBroke) as exc:
-            raise self._failed(exchange, f"{method} {path}", exc, limit) from None
-        self._note(False)
-        return Reply(exchange)
+        out = Outgoing(self, exchange, f"{method} {path}", timeout or self.timeout, body)
+        with (
+            out.answered(),
+            self._http.stream(**out.args(self.timeouts.for_httpx(out.limit))) as answer,
+        ):
+            exchange.response_body = read_bounded(answer, *out.received(answer))
+        return out.reply()
 
     def post(self, path: str, body: Any = MISSING, **kwargs: Any) -> Reply:
         return self.request("POST", path, body, **kwargs)
@@ -140,22 +127,16 @@ class Client(Sender):
         wanted = {"Accept": "text/event-stream"} if content is None else {}
         wanted.update(headers or {})
         exchange = self._prepare(method, path, body, content, wanted, auth, stream=True)
-        ends = time.monotonic() + (deadline or self.stream_deadline)
-        started = time.monotonic()
-        try:
-            with self._http.stream(
-                method, exchange.url, content=exchange.body, headers=wire(exchange.headers)
-            ) as response:
-                received(exchange, response, started)
-                self._note(False)
-                yield Stream(
-                    _BoundedResponse(
-                        response,
-                        exchange,
-                        ends,
-                        on_stall=lambda: self._note(True),
-                        max_bytes=self._max_bytes(body),
-                    )
+        what = f"{method} {path} (stream)"
+        out = Outgoing(self, exchange, what, deadline or self.stream_deadline, body)
+        with out.opened(), self._http.stream(**out.args()) as response:
+            out.streaming(response)
+            yield Stream(
+                _BoundedResponse(
+                    response,
+                    exchange,
+                    out.ends,
+                    on_stall=lambda: self._note(True),
+                    max_bytes=out.max_bytes,
                 )
-        except httpx.HTTPError as exc:
-            raise self._stream_failed(exchange, f"{method} {path} (stream)", exc) from None
+            )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .case import (
     ABORT,
     DISABLED,
@@ -18,6 +20,33 @@ from .case import (
 
 LONG = {"max_tokens": 400, "ignore_eos": True}
 """Long enough for an abort to land mid-generation on a slow server."""
+TINY = {"token_ids": [1], "sampling_params": {"max_tokens": 1}}
+"""The least a generate can ask, where only whether it was let in counts."""
+SOME_ID = {"request_ids": ["x"]}
+"""An abort naming no running request, where only whether it was let in counts."""
+
+
+def _abort_flow(
+    name: str,
+    number: int,
+    profiles: frozenset[str],
+    covers: str,
+    sampling: dict[str, Any],
+    path: str = ABORT,
+    **top: Any,
+) -> Case:
+    """A generate that is aborted by its returned id on `path` while it runs; its own request
+    id (`diff-abort-<number>`) keeps the flows apart."""
+    abort = AbortFlow(path=path)
+    return gen(
+        name, profiles, covers, sampling, **top, request_id=f"diff-abort-{number}", abort=abort
+    )
+
+
+def _get(name: str, profiles: frozenset[str], path: str, covers: str, **fields: Any) -> Case:
+    """A GET: it sends no body, so no Content-Type either."""
+    return Case(name, profiles, method="GET", path=path, content_type=None, covers=covers, **fields)
+
 
 ABORT_CASES: tuple[Case, ...] = (
     Case(
@@ -39,48 +68,26 @@ ABORT_CASES: tuple[Case, ...] = (
         content_type="text/plain",
         covers="abort",
     ),
-    Case("abort-get", SERVED, method="GET", path=ABORT, content_type=None, covers="abort (405)"),
-    gen(
-        "abort-flow-stream",
-        SERVED,
-        "abort flow",
-        LONG,
-        stream=True,
-        request_id="diff-abort-1",
-        abort=AbortFlow(),
-    ),
-    gen(
-        "abort-flow-nonstream",
-        SERVED,
-        "abort flow",
-        {**LONG, "logprobs": 0},
-        request_id="diff-abort-2",
-        abort=AbortFlow(),
-    ),
-    gen(
+    _get("abort-get", SERVED, ABORT, "abort (405)"),
+    _abort_flow("abort-flow-stream", 1, SERVED, "abort flow", LONG, stream=True),
+    _abort_flow("abort-flow-nonstream", 2, SERVED, "abort flow", {**LONG, "logprobs": 0}),
+    _abort_flow(
         "abort-flow-stream-n2-usage",
+        3,
         SERVED,
         "abort flow+n+usage",
         {**LONG, "n": 2},
         stream=True,
         stream_options={"include_usage": True},
-        request_id="diff-abort-3",
-        abort=AbortFlow(),
     ),
-    gen(
-        "abort-flow-legacy",
-        TOKENS_ONLY,
-        "legacy abort flow",
-        LONG,
-        stream=True,
-        request_id="diff-abort-4",
-        abort=AbortFlow(path=LEGACY_ABORT),
+    _abort_flow(
+        "abort-flow-legacy", 4, TOKENS_ONLY, "legacy abort flow", LONG, LEGACY_ABORT, stream=True
     ),
     Case(
         "legacy-abort",
         TOKENS_ONLY,
         path=LEGACY_ABORT,
-        body={"request_ids": ["x"]},
+        body=SOME_ID,
         covers="legacy abort",
     ),
     Case(
@@ -90,47 +97,27 @@ ABORT_CASES: tuple[Case, ...] = (
         "legacy-abort-not-served",
         SCALE_OUT | DISABLED,
         path=LEGACY_ABORT,
-        body={"request_ids": ["x"]},
+        body=SOME_ID,
         covers="legacy abort (404)",
     ),
 )
 
 ACCESS_CASES: tuple[Case, ...] = (
-    Case(
-        "health",
-        EVERY,
-        method="GET",
-        path="/health",
-        content_type=None,
-        auth="none",
-        covers="health",
-    ),
-    Case("version", EVERY, method="GET", path="/version", content_type=None, covers="info"),
-    Case("models", EVERY, method="GET", path="/v1/models", content_type=None, covers="info"),
+    _get("health", EVERY, "/health", "health", auth="none"),
+    _get("version", EVERY, "/version", "info"),
+    _get("models", EVERY, "/v1/models", "info"),
     gen("disabled-generate", DISABLED, "gating (403)"),
     Case("disabled-invalid-body", DISABLED, body={"token_ids": []}, covers="gating (403)"),
-    Case(
-        "disabled-abort", DISABLED, path=ABORT, body={"request_ids": ["x"]}, covers="gating (403)"
-    ),
-    Case(
-        "no-key-generate",
-        KEYED,
-        body={"token_ids": [1], "sampling_params": {"max_tokens": 1}},
-        auth="none",
-        covers="api key (401)",
-    ),
-    Case(
-        "wrong-key-generate",
-        KEYED,
-        body={"token_ids": [1], "sampling_params": {"max_tokens": 1}},
-        auth="wrong",
-        covers="api key (401)",
+    Case("disabled-abort", DISABLED, path=ABORT, body=SOME_ID, covers="gating (403)"),
+    *(
+        Case(f"{key}-key-generate", KEYED, body=TINY, auth=auth, covers="api key (401)")
+        for key, auth in (("no", "none"), ("wrong", "wrong"))
     ),
     Case(
         "no-key-abort",
         KEYED,
         path=ABORT,
-        body={"request_ids": ["x"]},
+        body=SOME_ID,
         auth="none",
         covers="api key (401)",
     ),
@@ -138,19 +125,11 @@ ACCESS_CASES: tuple[Case, ...] = (
         "no-key-legacy-abort",
         frozenset({"tokens-only-api-key"}),
         path=LEGACY_ABORT,
-        body={"request_ids": ["x"]},
+        body=SOME_ID,
         auth="none",
         covers="api key (legacy abort needs none)",
     ),
-    Case(
-        "no-key-health",
-        KEYED,
-        method="GET",
-        path="/health",
-        content_type=None,
-        auth="none",
-        covers="api key (health needs none)",
-    ),
+    _get("no-key-health", KEYED, "/health", "api key (health needs none)", auth="none"),
     Case(
         "no-key-stream",
         KEYED,

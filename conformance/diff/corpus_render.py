@@ -10,6 +10,10 @@ COMPLETIONS_RENDER = "/v1/completions/render"
 CHAT_RENDER = "/v1/chat/completions/render"
 COMPLETIONS_DERENDER = "/v1/completions/derender"
 CHAT_DERENDER = "/v1/chat/completions/derender"
+PROMPT = [321, 608, 78]
+"""The prompt every derendered answer follows (its ids valid in any vocab)."""
+ONE_PROMPT = {"prompt_tokens": len(PROMPT), "prompt_token_ids": PROMPT}
+"""How a derender of one answer (chat, or one stream chunk) names its prompt."""
 
 
 def _choice(tokens: list[int], final: bool, logprobs: bool) -> dict[str, Any]:
@@ -115,8 +119,7 @@ RENDER_CASES: tuple[Case, ...] = (
         path=CHAT_DERENDER,
         body={
             "generate_response": generate_response(logprobs=False),
-            "prompt_tokens": 3,
-            "prompt_token_ids": [321, 608, 78],
+            **ONE_PROMPT,
         },
         covers="derender",
     ),
@@ -135,8 +138,7 @@ RENDER_CASES: tuple[Case, ...] = (
             "stream": True,
             "generate_chunk": _chunk(False),
             "stream_state": None,
-            "prompt_tokens": 3,
-            "prompt_token_ids": [321, 608, 78],
+            **ONE_PROMPT,
         },
         covers="derender stream",
     ),
