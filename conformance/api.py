@@ -220,6 +220,20 @@ def status_is(reply: Reply, expected: int, what: str) -> None:
         raise AssertionError(f"{what}: expected HTTP {expected}, got {answer_of(reply)}")
 
 
+def stated_error(status: int | None, body: bytes) -> int | None:
+    """The error code a success states in its body (`{"error": {"code": 400, ...}}`), if any:
+    a rejection answered with the wrong HTTP status, which is ERR-002's to judge."""
+    if status is None or not 200 <= status < 300:
+        return None
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    error = data.get("error") if isinstance(data, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, int) and code >= 400 else None
+
+
 def answer_of(reply: Reply) -> str:
     """An answer in one line: an error's body as sent (it is short and says why), a success's
     JSON body by its keys (its tokens are no evidence, and would crowd the report out)."""

@@ -24,6 +24,8 @@ MAX_LEAVES = 50
 """Leaves read of a body a failed check read: enough that a field of its own is never missed."""
 STREAM_GROUND = "STREAM-001"
 """What every check that reads a stream stands on: a readable SSE stream."""
+STATUS_GROUND = "ERR-002"
+"""What every check that expects a rejection stands on: an error carries its status."""
 
 
 class Collector:
@@ -125,7 +127,22 @@ class Collector:
 
     def _ground(self, ids: tuple[str, ...]) -> str | None:
         """Why a failed check is blocked instead (None: its failure stands)."""
-        return self._stream_ground(ids) or self._malformed_ground(ids)
+        return self._status_ground(ids) or self._stream_ground(ids) or self._malformed_ground(ids)
+
+    def _status_ground(self, ids: tuple[str, ...]) -> str | None:
+        """A failed check that was answered a success stating an error in its body (a 200
+        carrying `{"error": {"code": 400}}`), where the same happens to a plainly invalid
+        generate (ERR-002's probe), is blocked naming ERR-002: the server rejected, and
+        misstated the status, one defect for every rejection it makes."""
+        s = self.session
+        if s is None or STATUS_GROUND in ids:
+            return None
+        if s.selected is not None and STATUS_GROUND not in s.selected:
+            return None
+        if not any(api.stated_error(e.status, e.response_body) for e in s.client.log):
+            return None
+        why = broken(s, STATUS_GROUND)
+        return None if why is None else f"{BLOCKED_PREFIX} {why} ({STATUS_GROUND})"
 
     def _stream_ground(self, ids: tuple[str, ...]) -> str | None:
         """A failed check that read a stream, where a minimal stream is no readable SSE at

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from . import api
+from .registry import grounds_of
 from .requirements import all_requirements, by_id
 from .semantics import check_spans, choices_of, ids_of, over_max_logprobs
 from .session import BLOCKED_PREFIX, Session
@@ -83,6 +84,29 @@ def usage_broken(s: Session) -> str | None:
     if usage.get("completion_tokens") != returned:
         counted = usage.get("completion_tokens")
         return f"a minimal generate returned {returned} tokens and counts {counted!r}"
+    return None
+
+
+def ids_disowned(s: Session) -> str | None:
+    """A greedy answer's token_ids against two other readings of the same tokens: its own
+    logprob entries and its stream. Where those two agree and the token_ids alone differ, the
+    token_ids are what is wrong (GEN-RESP-001's, whose check judges this too), not each check
+    that compares them with something else (a stop token, text mode, a stream, logprobs)."""
+    payload = api.body(6, ignore_eos=True, logprobs=s.limits.logprobs(1))
+
+    def read() -> tuple[list[Any], list[Any], list[int] | None]:
+        whole = choices_of(api.generate(s, payload, what="greedy generate with logprobs"))[0]
+        content = (whole.get("logprobs") or {}).get("content") or []
+        entries = [e.get("token_id") for e in content if isinstance(e, dict)]
+        part = api.stream(s, payload, what="the same, streamed").choices().get(0)
+        return ids_of(whole), entries, part.token_ids if part else None
+
+    ids, entries, streamed = s.remember("foundation-ids", read)
+    if entries and entries == streamed and ids != entries:
+        return (
+            f"a greedy answer's token_ids {ids!r:.80} differ from its own logprob entries and "
+            f"its stream, which agree on {entries!r:.80}"
+        )
     return None
 
 
@@ -221,6 +245,17 @@ def _logprobs_limit(s: Session) -> str | None:
     return f"logprobs {above} was accepted ({reply.status})" if reply.status < 300 else None
 
 
+def _error_status(s: Session) -> str | None:
+    """A server that rejects in its body but answers 200 fails every check that expects a 4xx
+    on that one defect: the status is ERR-002's (code equal to the HTTP status), and its check
+    judges this very request."""
+    reply = s.client.post(api.GENERATE, api.invalid())
+    code = api.stated_error(reply.status, reply.body)
+    if code is None:
+        return None
+    return f"an invalid generate was answered HTTP {reply.status} with error.code {code}"
+
+
 def _key_demanded(s: Session) -> str | None:
     reply = s.client.post(api.GENERATE, api.body(1), auth=False)
     return f"generate without the key answered {reply.status}" if reply.status != 401 else None
@@ -244,11 +279,13 @@ PROBES: dict[str, Probe] = {
     "abort-route": _abort_route,
     "gated": _gated,
     "key-demanded": _key_demanded,
+    "error-status": _error_status,
     "logprob-count": _logprob_count,
     "logprobs-limit": _logprobs_limit,
     "header-id": _header_id,
     "same-seed-twice": _same_seed_twice,
     "finish-reasons": _finish_reasons,
+    "ids-agree": ids_disowned,
     "weight-lists": _weight_lists,
     "spans-cover": _spans_cover,
     "stream-lists": _stream_lists,
@@ -286,6 +323,23 @@ def builds_on(s: Session, *rids: str) -> None:
     (its declared `builds_on`) and by a check that finds its evidence unusable: if the ground is
     sound there, the check goes on to judge, and fails on its own evidence."""
     for rid in rids:
-        why = broken(s, rid)
-        if why is not None:
-            pytest.skip(f"{BLOCKED_PREFIX} {why} ({rid})")
+        found = _deepest(s, rid, frozenset())
+        if found is not None:
+            pytest.skip(f"{BLOCKED_PREFIX} {found[1]} ({found[0]})")
+
+
+def _deepest(s: Session, rid: str, seen: frozenset[str]) -> tuple[str, str] | None:
+    """`rid` and what is broken under it, or, when its own probe trips on a broken ground of
+    its own checks, that ground (deepest first): a blocked check names a requirement that
+    fails, not one that is itself blocked."""
+    if rid not in FOUNDATIONS:
+        return None
+    why = broken(s, rid)
+    if why is None:
+        return None
+    for under in grounds_of(rid):
+        if under not in seen and under != rid:
+            found = _deepest(s, under, seen | {rid})
+            if found is not None:
+                return found
+    return rid, why

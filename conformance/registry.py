@@ -20,6 +20,7 @@ ATTRIBUTE = "__tito_requirements__"
 LAST = "__tito_last__"
 NEEDS = "__tito_needs__"
 _REGISTRY: dict[str, tuple[str, ...]] = {}
+_GROUNDS: dict[str, tuple[str, ...]] = {}
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,8 @@ def checks(
         setattr(fn, NEEDS, Needs(tuple(features), n, room, tuple(builds_on)))
         setattr(fn, LAST, 2 if last else 1 if after_all else 0)
         _REGISTRY[f"{fn.__module__}.{fn.__qualname__}"] = tuple(requirement_ids)
+        for rid in requirement_ids:
+            _GROUNDS[rid] = tuple(dict.fromkeys((*_GROUNDS.get(rid, ()), *builds_on)))
         return fn
 
     return mark
@@ -86,6 +89,13 @@ def needs_of(fn: object) -> Needs:
 def runs_last(fn: object) -> int:
     """The check's place in the run: 0 first, 1 after those, 2 at the very end."""
     return int(getattr(fn, LAST, 0))
+
+
+def grounds_of(rid: str) -> tuple[str, ...]:
+    """What the checks of `rid` build on (every check module imported first: a worker runs
+    only some of them)."""
+    all_checks()
+    return _GROUNDS.get(rid, ())
 
 
 def all_checks() -> dict[str, tuple[str, ...]]:

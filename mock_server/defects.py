@@ -145,6 +145,12 @@ _CATALOGUE: tuple[Defect, ...] = (
         requirements=("GEN-RESP-001",),
     ),
     Defect(
+        "token-ids-shifted",
+        "non-streamed token_ids name the next id of each generated token",
+        breaks=("token_ids",),
+        requirements=("GEN-RESP-001",),
+    ),
+    Defect(
         "request-id-header-ignored",
         "X-Request-Id is ignored (body id or a random one is used)",
         breaks=("request_id",),
@@ -665,6 +671,12 @@ _CATALOGUE: tuple[Defect, ...] = (
     Defect(
         "error-body-flat",
         '400 bodies are {"message": .., "code": 400}',
+        breaks=("errors",),
+        requirements=("ERR-002",),
+    ),
+    Defect(
+        "errors-as-200",
+        "400 errors keep their body but answer HTTP 200",
         breaks=("errors",),
         requirements=("ERR-002",),
     ),

@@ -65,6 +65,8 @@ MORE: dict[str, tuple[list[str], Probe]] = {
     "default-output-mode-text": (SO, lambda c: j(c, B)),
     "optional-fields-rejected": (SO, lambda c: status(c, {**B, "cache_salt": "tito-salt"})),
     "token-ids-as-strings": (SO, lambda c: j(c, B)),
+    "token-ids-shifted": (SO, lambda c: j(c, B)),
+    "errors-as-200": (SO, lambda c: status(c, {"token_ids": [], "sampling_params": {}})),
     "request-id-header-ignored": (SO, lambda c: j(c, B, **{"X-Request-Id": "x"})),
     "routed-experts-always": (SO, lambda c: j(c, B)),
     "scale-out-generate-404": (SO, lambda c: status(c, B)),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from conformance import api, foundations
-from conformance.foundations import builds_on
+from conformance.foundations import builds_on, ids_disowned
 from conformance.outputs import FLAG_OUTPUTS
 from conformance.registry import checks
 from conformance.semantics import check_usage, choices_of, fail, ids_of
@@ -86,6 +86,9 @@ def test_token_ids_form(tito: Session) -> None:
             fail(f"choice {i} token_ids {ids!r:.100} are not non-negative integers")
         if len(ids) > 5:
             fail(f"choice {i}: max_tokens 5 gave {len(ids)} token_ids")
+    disowned = ids_disowned(tito)
+    if disowned:
+        fail(disowned)
 
 
 @checks("GEN-REQ-006")

@@ -31,6 +31,9 @@ def test_unknown_output_mode(tito: Session) -> None:
 def test_error_body_shape(tito: Session) -> None:
     for what, payload in (("an invalid generate", api.invalid()),):
         reply = tito.client.post(api.GENERATE, payload)
+        stated = api.stated_error(reply.status, reply.body)
+        if stated is not None:
+            fail(f"{what} was answered HTTP {reply.status} with error.code {stated}")
         if reply.status < 400:
             fail(f"{what} was accepted ({reply.status}); no error body to judge")
         data = reply.json()

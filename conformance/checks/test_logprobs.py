@@ -46,7 +46,7 @@ def test_one_entry_per_token(tito: Session) -> None:
         semantics.check_count(content, ids, where)
 
 
-@checks("LOGP-003")
+@checks("LOGP-003", builds_on=("GEN-RESP-001",))
 def test_sampled_first(tito: Session) -> None:
     for where, content, ids in entries(tito):
         semantics.check_sampled_first(content, ids, where)

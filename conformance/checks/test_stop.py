@@ -36,7 +36,7 @@ def finish_or_blocked(s: Session, choice: dict[str, Any]) -> Any:
     return choice.get("finish_reason")
 
 
-@checks("STOP-001", builds_on=("GEN-REQ-007",))
+@checks("STOP-001", builds_on=("GEN-REQ-007", "GEN-RESP-001"))
 def test_stop_token_reason(tito: Session) -> None:
     _, _, token, choice = stop_token_case(tito)
     finish_or_blocked(tito, choice)
@@ -49,7 +49,7 @@ def test_stop_token_reason(tito: Session) -> None:
         )
 
 
-@checks("STOP-002", builds_on=("GEN-REQ-007", "GEN-RESP-003"))
+@checks("STOP-002", builds_on=("GEN-REQ-007", "GEN-RESP-001", "GEN-RESP-003"))
 def test_stop_token_kept(tito: Session) -> None:
     ref, position, token, choice = stop_token_case(tito)
     if len(ids_of(choice)) > position + 1 and choice.get("finish_reason") != "stop":
@@ -133,23 +133,24 @@ def stop_string_case(s: Session) -> dict[str, Any]:
     return s.remember("stop-string", make)
 
 
+def _text_ends(case: dict[str, Any], answer: str, end: int, how: str = "") -> None:
+    """STOP-006 and STOP-007 judge alike: the text of `case[answer]` is the reference's text up
+    to `end` (where the stop string starts, or, kept, where it ends)."""
+    want = case["text"][:end]
+    if case[answer].get("text") != want:
+        fail(f"stop {case['stop']!r}{how}: text {case[answer].get('text')!r}, expected {want!r}")
+
+
 @checks("STOP-006", builds_on=("GEN-REQ-007",))
 def test_stop_string_cut(tito: Session) -> None:
     case = stop_string_case(tito)
-    want = case["text"][: case["at"]]
-    if case["cut"].get("text") != want:
-        fail(f"stop {case['stop']!r}: text {case['cut'].get('text')!r}, expected {want!r}")
+    _text_ends(case, "cut", case["at"])
 
 
 @checks("STOP-007", builds_on=("GEN-REQ-007",))
 def test_include_stop_str(tito: Session) -> None:
     case = stop_string_case(tito)
-    want = case["text"][: case["at"] + len(case["stop"])]
-    if case["kept"].get("text") != want:
-        fail(
-            f"stop {case['stop']!r} with include_stop_str_in_output: text "
-            f"{case['kept'].get('text')!r}, expected {want!r}"
-        )
+    _text_ends(case, "kept", case["at"] + len(case["stop"]), " with include_stop_str_in_output")
 
 
 @checks("STOP-008", builds_on=("GEN-REQ-007",))

@@ -39,7 +39,7 @@ def test_stream_ends_with_done(tito: Session) -> None:
         fail(f"{got.after_done} events came after data: [DONE]")
 
 
-@checks("STREAM-003", builds_on=("STREAM-001", "GEN-REQ-007", "GEN-RESP-003"))
+@checks("STREAM-003", builds_on=("STREAM-001", "GEN-REQ-007", "GEN-RESP-001", "GEN-RESP-003"))
 def test_deltas_concatenate(tito: Session) -> None:
     whole, got = seeded_pair(tito)
     joined = got.choices()

@@ -83,7 +83,7 @@ def test_text_logprobs_shape(tito: Session) -> None:
             fail(f"{where}: bytes {raw} are not the UTF-8 of token {token!r}")
 
 
-@checks("TEXT-004", builds_on=("GEN-REQ-007", "GEN-RESP-003"))
+@checks("TEXT-004", builds_on=("GEN-REQ-007", "GEN-RESP-001", "GEN-RESP-003"))
 def test_text_mode_same_tokens(tito: Session) -> None:
     payload = text_payload(tito) | {"output_mode": "tokens"}
     tokens = api.generate(tito, payload)

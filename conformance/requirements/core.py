@@ -178,7 +178,8 @@ REQUIREMENTS = [
         "Generated token IDs.",
         "every choice carries token_ids, non-negative integers, no more than max_tokens",
         needs=("generate",),
-        defects=("max-tokens-overrun", "token-ids-as-strings"),
+        ground="ids-agree",
+        defects=("max-tokens-overrun", "token-ids-as-strings", "token-ids-shifted"),
         fields=("token_ids",),
     ),
     Requirement(

@@ -38,7 +38,8 @@ REQUIREMENTS = [
             fuzz(41, checks=("error_body_shape",)),
             fuzz(41, checks=SCHEMA_CHECKS, statuses=(400, 999)),
         ),
-        defects=("error-body-flat",),
+        ground="error-status",
+        defects=("error-body-flat", "errors-as-200"),
     ),
     Requirement(
         "ERR-003",

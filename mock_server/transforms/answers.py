@@ -131,6 +131,15 @@ def token_ids_as_strings(obj: Json, ctx: Context) -> Json:
     return obj
 
 
+@transformer("token-ids-shifted", "body")
+def token_ids_shifted(body: Json, ctx: Context) -> Json:
+    """The non-streamed answer names the next id of each token it generated (its logprob
+    entries and its stream still name the right ones)."""
+    for choice in _choices(body):
+        choice["token_ids"] = [t + 1 for t in choice["token_ids"]]
+    return body
+
+
 @transformer("text-missing", *ANSWERS)
 def text_missing(obj: Json, ctx: Context) -> Json:
     for choice in _choices(obj):

@@ -25,6 +25,12 @@ def error_body_flat(status: int, body: Json, err: Any) -> tuple[int, Json]:
     return status, body
 
 
+@transformer("errors-as-200", "error")
+def errors_as_200(status: int, body: Json, err: Any) -> tuple[int, Json]:
+    """The rejection said in the body only: every 400 keeps its error body, answered 200."""
+    return (200, body) if status == 400 else (status, body)
+
+
 @transformer("disabled-404", "disabled")
 def disabled_404(status: int, body: Json) -> tuple[int, Json]:
     """Disabled endpoints look unrouted instead of refused."""
