@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .api import GENERATE, body
+from .bounded import MAX_EVENTS
 from .http import Client
 from .limits import Limits
 
@@ -35,6 +36,10 @@ HEAVY_N = 64
 latency: 8 end in ~3 ms, too soon for any action; 64 last ~25 ms alone and fill 256 slots with
 four blockers. (A server that steps all of a request's sequences before reading the next
 request answers the action late when the machine is loaded: then inconclusive, never a fail.)"""
+EVENT_BUDGET = MAX_EVENTS // 2
+"""The most events (one per token per sequence) a held stream may send: half the client's
+cap (`http.MAX_EVENTS`), so a fast server with a large context is held by its length, not by
+sequences it would stream past the cap."""
 PER_CLIENT = 24  # blockers per client (the suite's client pools 32 connections)
 HEAVY_LOGPROBS = 20  # logprobs per token of a held request (at most the server's max)
 QUEUE = (8, 40)  # requests queued ahead of a queued attempt, one attempt each
@@ -97,7 +102,7 @@ def plans_for(limits: Limits, prompt_len: int, queue: bool = True) -> list[Plan]
     if room is None or room >= wanted:
         return [Plan(tokens) for tokens in sized]
     tokens = max(2, room)
-    n = limits.n(HEAVY_N)
+    n = limits.n(max(1, min(HEAVY_N, EVENT_BUDGET // tokens)))
     # logprobs make each token dearer, but only for a few sequences: a server that steps all
     # of a request's sequences before it reads another request would answer the action late
     heavy = Plan(tokens, n, (limits.logprobs(HEAVY_LOGPROBS) or None) if n <= 4 else None)

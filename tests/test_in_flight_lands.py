@@ -13,6 +13,7 @@ import pytest
 from conformance.embedded import QUICK, embedded_mock
 from conformance.in_flight import HEAVY_N, Plan, plans_for
 from conformance.limits import Limits
+from conformance.plans import EVENT_BUDGET
 from conformance.results import Report, Status
 from conformance.runner import run
 
@@ -58,5 +59,7 @@ def test_the_plans_hold_a_request_only_where_the_context_caps_it() -> None:
     assert not any(p.blockers for p in plans_for(fast, 4, queue=False))
     instant = Limits(max_model_len=64, max_n=1, ttft_s=0.001, itl_s=0.0)  # rounded to 0
     assert any(p.blockers for p in plans_for(instant, 4))
+    roomy = Limits(max_model_len=4096, ttft_s=0.001, itl_s=0.0)  # held by length, not by n
+    assert all(p.n * p.max_tokens <= EVENT_BUDGET for p in plans_for(roomy, 4))
     unknown = Limits(max_model_len=64, ttft_s=0.001, itl_s=0.00001)
     assert max(p.n for p in plans_for(unknown, 4)) == HEAVY_N
