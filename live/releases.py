@@ -70,7 +70,7 @@ def default_root() -> Path:
     return cache / "tito-conformance" / "vllm"
 
 
-def _make_venv(venv: Path) -> list[str]:
+def make_venv(venv: Path) -> list[str]:
     """uv when the kit's environment (tox installs it) or PATH has it, else the standard
     library's venv; the install scripts bring uv into the release environment themselves."""
     probe = subprocess.run([sys.executable, "-m", "uv", "--version"], capture_output=True)
@@ -96,14 +96,14 @@ def ensure(kind: str, version: str, root: Path, log: Path) -> Release:
     t0 = time.monotonic()
     with log.open("a", encoding="utf-8") as sink:
         if not Path(release.python).exists():
-            _step(_make_venv(venv), sink, os.environ)
+            run_step(make_venv(venv), sink, os.environ)
         env = {**os.environ, VERSION_ENV[kind]: version, "TITO_KIT_PYTHON": sys.executable}
-        _step(["bash", str(INSTALL_SCRIPTS[kind]), release.python], sink, env)
+        run_step(["bash", str(INSTALL_SCRIPTS[kind]), release.python], sink, env)
     print(f"vllm {version} ({kind}): {venv} ({time.monotonic() - t0:.1f} s)", flush=True)
     return release
 
 
-def _step(argv: list[str], sink: IO[str], env: Mapping[str, str]) -> None:
+def run_step(argv: list[str], sink: IO[str], env: Mapping[str, str]) -> None:
     sink.write(f"$ {' '.join(argv)}\n")
     sink.flush()
     done = subprocess.run(argv, stdout=sink, stderr=subprocess.STDOUT, env=env, check=False)
