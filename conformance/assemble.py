@@ -58,6 +58,7 @@ def build(
             profile=config.profile,
             limits=session.limits.as_dict() if session is not None else {},
             limits_text=session.limits.describe() if session is not None and features else "",
+            engines=list(config.engines),
         ),
         started_at=started_at,
         duration_s=round(time.monotonic() - t0, 3),

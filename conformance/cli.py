@@ -9,6 +9,7 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .attribution import attribute
 from .http import DEFAULT_TIMEOUT_S, Timeouts
 from .profiles import MAIN_PROFILES, PROFILES
 from .reporting.provenance import VersionAction
@@ -54,6 +55,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--base-url", help="server under test; omit to run the embedded mock")
     run.add_argument("--api-key", help="API key of the server under test")
+    run.add_argument(
+        "--engine",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="an engine behind --base-url (a router), reachable directly; repeat per engine. "
+        "Adds the router's duties (ROUTER-*), reads engine state from every engine, and "
+        "attributes each failure to the router or an engine",
+    )
     run.add_argument(
         "--expect", default="", help="comma-separated claimed features (see `features`)"
     )
@@ -200,9 +210,13 @@ def _run(args: argparse.Namespace) -> int:
             requirement_ids=wanted,
             keyword=args.keyword,
             workers=args.workers,
+            engines=tuple(args.engine),
         )
     except ValueError as exc:
         print(f"tito-conformance: error: {exc}", file=sys.stderr)
+        return 2
+    if args.engine and not args.base_url:
+        print("tito-conformance: error: --engine needs --base-url (the router)", file=sys.stderr)
         return 2
     if args.base_url and (args.profile or args.mock_defect):
         print(
@@ -214,7 +228,7 @@ def _run(args: argparse.Namespace) -> int:
     fuzz_examples = 0 if (args.keyword or wanted) else max(0, args.fuzz_examples)
     try:
         if args.base_url:
-            reports = [_run_fuzzed(base, fuzz_examples)]
+            reports = [run_fuzzed(base, fuzz_examples)]
         else:
             reports = _run_embedded(
                 base, args.profile or list(MAIN_PROFILES), args.mock_defect, fuzz_examples
@@ -233,7 +247,7 @@ def _run(args: argparse.Namespace) -> int:
     return exit_code(reports)
 
 
-def _run_fuzzed(config: SuiteConfig, examples: int) -> Report:
+def run_fuzzed(config: SuiteConfig, examples: int) -> Report:
     """One run of the suite with a small fuzz of the same server folded in: beside the checks
     when the runner finds room for it (a slow server's waits overlap), after them otherwise."""
     from .runner import run
@@ -242,7 +256,7 @@ def _run_fuzzed(config: SuiteConfig, examples: int) -> Report:
         return run(config)
     fuzzing = _Fuzzing(config, examples)
     report = run(config, beside=fuzzing)
-    return fuzzing.fold(report)
+    return attribute(config, fuzzing.fold(report))  # the fuzz's own failures too
 
 
 class _Fuzzing:
@@ -321,7 +335,7 @@ def _run_embedded(
                 expect=base.expect | started.expect,
                 profile=name,
             )
-            reports.append(_run_fuzzed(config, fuzz_examples))
+            reports.append(run_fuzzed(config, fuzz_examples))
     return reports
 
 

@@ -40,6 +40,8 @@ KNOWN_FEATURES = (
     "weight-labels",
     "data-parallel",
     "mock-stats",
+    "engine-state",  # in flight and finished, read from every engine (/metrics, /mock/stats)
+    "router",  # the run knows its topology: --engine URLs behind --base-url (issue 20)
     "routed-experts",  # started with --enable-return-routed-experts (see `outputs`)
     "sampling-mask",  # started with --return-sampling-mask
 )
@@ -68,6 +70,8 @@ class Features:
     render: bool = False
     dp_size: int | None = None  # None: no rank was rejected up to MAX_DP_PROBE
     mock_stats: bool = False
+    engine_state: bool = False
+    engines: tuple[str, ...] = ()  # the engines behind the server under test (a router)
     flag_outputs: tuple[str, ...] = ()  # per-token outputs of start flags, seen in their form
     version: str | None = None
     model: str | None = None
@@ -88,6 +92,8 @@ class Features:
             "weight-labels": self.dev_mode,
             "data-parallel": (self.dp_size or 0) > 1,
             "mock-stats": self.mock_stats,
+            "engine-state": self.engine_state,
+            "router": bool(self.engines),
             **{o.feature: o.feature in self.flag_outputs for o in FLAG_OUTPUTS},
         }
         return [name for name in KNOWN_FEATURES if found[name]]
@@ -126,6 +132,9 @@ class Features:
             "weight-labels": "no dev endpoints (/update_weight_version, /weight_info)",
             "data-parallel": f"data_parallel_size is {self.dp_size}",
             "mock-stats": "server exposes no /mock/stats",
+            "engine-state": "no engine answers /metrics with vLLM's request gauges, nor "
+            "/mock/stats",
+            "router": "no engines were given (--engine URL, one per engine behind the router)",
             **{o.feature: f"the server was not started with {o.flag}" for o in FLAG_OUTPUTS},
         }
         evidence = self.evidence.get(name)
@@ -265,8 +274,10 @@ def _without_generate(
 
 
 def _served(reply: Reply | None) -> bool:
-    """A route exists: it answered anything but 404/405 (a 400 or 401 still shows it)."""
-    return reply is not None and reply.status not in (404, 405)
+    """A route exists: it answered anything but 404/405 (a 400 or 401 still shows it), and
+    not a 5xx: a 502 or 503 is what a router or proxy answers for an upstream it could not
+    reach or route, and a 500 shows no more than that something broke."""
+    return reply is not None and reply.status not in (404, 405) and reply.status < 500
 
 
 def _api_key(client: Client, unkeyed: dict[str, Reply | None], ev: dict[str, str]) -> bool:

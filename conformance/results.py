@@ -44,6 +44,7 @@ class RequirementResult:
     status: Status
     reason: str
     checks: list[CheckResult] = field(default_factory=list)
+    attribution: str = ""  # behind a router, whose failure: "router" | "engine" | "unknown"
 
     @property
     def skip_kind(self) -> SkipKind:
@@ -75,6 +76,7 @@ class ServerInfo:
     profile: str | None = None
     limits: dict[str, Any] = field(default_factory=dict)
     limits_text: str = ""
+    engines: list[str] = field(default_factory=list)  # behind base_url (a router), if known
 
 
 @dataclass

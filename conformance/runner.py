@@ -11,6 +11,7 @@ from pathlib import Path
 
 from . import parallel
 from .assemble import SUITE_NAME, build, report_from
+from .attribution import attribute
 from .collector import Collector
 from .features import Features, ProbeError
 from .limits import Limits
@@ -100,7 +101,8 @@ def run(config: SuiteConfig, beside: Beside | None = None) -> Report:
     finally:
         session.close()
     error = "\n".join(e for e in errors if e)
-    return build(config, session, started_at, t0, outcomes, harness_error=error)
+    report = build(config, session, started_at, t0, outcomes, harness_error=error)
+    return attribute(config, report)  # behind a router: whose each failure is
 
 
 @contextmanager

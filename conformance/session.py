@@ -6,11 +6,12 @@ import itertools
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn, TypeVar
 
 import pytest
 
+from .engine_state import EngineState
 from .features import KNOWN_FEATURES, Features, probe
 from .http import DEFAULT_TIMEOUT_S, Client, Timeouts
 from .limits import Limits, probe_limits
@@ -34,6 +35,7 @@ class SuiteConfig:
     requirement_ids: frozenset[str] | None = None  # run only the checks of these
     keyword: str | None = None  # pytest -k
     workers: int | None = None  # check modules run at once; None: from the server's pace
+    engines: tuple[str, ...] = ()  # the engines behind base_url (a router), read directly
 
     def __post_init__(self) -> None:
         if not self.stream_deadline:  # the kit's one timeout configuration, from one number
@@ -46,8 +48,25 @@ class SuiteConfig:
             )
 
 
-def _client(config: SuiteConfig) -> Client:
-    return Client(config.base_url, config.api_key, config.timeout, config.stream_deadline)
+def _client(config: SuiteConfig, url: str | None = None) -> Client:
+    return Client(url or config.base_url, config.api_key, config.timeout, config.stream_deadline)
+
+
+def engine_state(config: SuiteConfig) -> EngineState:
+    """Every engine's state read at its own URL (the server's own, given no engines), through
+    clients of its own: these reads are no check's exchanges."""
+    return EngineState([_client(config, url) for url in config.engines or (config.base_url,)])
+
+
+def with_topology(config: SuiteConfig, features: Features) -> Features:
+    """The probed features plus what the run knows of its topology: the engines behind the
+    server, and whether their state can be read (`engine-state`)."""
+    state = engine_state(config)
+    try:
+        readable = state.read() is not None
+    finally:
+        state.close()
+    return replace(features, engines=config.engines, engine_state=readable)
 
 
 @dataclass
@@ -68,6 +87,8 @@ class Session:
     recent: list[tuple[str, str, Any]] = field(default_factory=list)
     malformed: list[tuple[str, str, Any]] = field(default_factory=list)
     failing: set[str] = field(default_factory=set)  # requirement IDs a check failed so far
+    _state: EngineState | None = None
+    _direct: dict[str, Client] = field(default_factory=dict)
 
     @classmethod
     def open(cls, config: SuiteConfig) -> Session:
@@ -77,6 +98,7 @@ class Session:
             limits = (
                 probe_limits(client, features.model) if features.generate == "enabled" else Limits()
             )
+            features = with_topology(config, features)
         except BaseException:
             client.close()
             raise
@@ -94,6 +116,24 @@ class Session:
 
     def close(self) -> None:
         self.client.close()
+        if self._state is not None:
+            self._state.close()
+        for client in self._direct.values():
+            client.close()
+
+    def direct(self, url: str) -> Client:
+        """A client of one engine behind the router (`--engine`), reached at its own URL: what
+        the engine itself answers, to tell the router's doing from the engine's."""
+        if url not in self._direct:
+            self._direct[url] = _client(self.config, url)
+        return self._direct[url]
+
+    @property
+    def state(self) -> EngineState:
+        """The engines' state (`engine_state`), its clients made once per session."""
+        if self._state is None:
+            self._state = engine_state(self.config)
+        return self._state
 
     def observe(self, schema: str, what: str, body: Any) -> None:
         """Keep a received body (bounded) for the requirement that judges whole bodies, and as

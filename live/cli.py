@@ -56,6 +56,20 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--vllm", default="vllm", help="gpu: the vllm executable")
     p.add_argument(
+        "--router",
+        metavar="vllm-router[==V]",
+        help="judge a deployment: --engines servers of the backend behind this router, "
+        "installed from PyPI into an environment of its own (default version "
+        "0.1.17); failures are attributed to the router or an engine",
+    )
+    p.add_argument(
+        "--engines",
+        type=int,
+        default=2,
+        metavar="N",
+        help="with --router: engines behind it (default %(default)s)",
+    )
+    p.add_argument(
         "--server-arg",
         action="append",
         default=[],
@@ -136,6 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.backend == "cpu" and any(p.gpu_only for p in profiles):
         print("tito-conformance live: error: profile dp needs --backend gpu", file=sys.stderr)
         return 2
+    if args.router is not None:
+        return _fleet(args, profiles)
     if args.vllm_version is not None:
         return _releases(args, profiles)
     backend = backend_from(args)
@@ -147,6 +163,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .orchestrate import run_all
 
     return run_all(backend, profiles, args)
+
+
+def _fleet(args: argparse.Namespace, profiles: list[LiveProfile]) -> int:
+    from .fleet import router_version
+
+    try:
+        router_version(args.router)
+    except ValueError as exc:
+        print(f"tito-conformance live: error: {exc}", file=sys.stderr)
+        return 2
+    if args.engines < 1 or args.vllm_version is not None:
+        message = "--router needs --engines 1 or more, and no --vllm-version"
+        print(f"tito-conformance live: error: {message}", file=sys.stderr)
+        return 2
+    backend = backend_from(args)
+    if args.print_argv:
+        for profile in profiles:
+            print(f"{profile.name} (x{args.engines}): {' '.join(backend.argv(profile, 0))}")
+        return 0
+    from .fleet import run_fleet
+
+    return run_fleet(backend, profiles, args)
 
 
 def _releases(args: argparse.Namespace, profiles: list[LiveProfile]) -> int:

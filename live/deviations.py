@@ -11,14 +11,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from conformance.results import Report, Status
 
 DEFAULT_FILE = Path(__file__).with_name("known_deviations.yaml")
-KINDS = ("vllm-bug", "document-disagreement", "predates")
-"""`predates`: the release is older than this part of the document (no such field, route)."""
+KINDS = ("vllm-bug", "document-disagreement", "predates", "router-bug")
+"""`predates`: the release is older than this part of the document (no such field, route);
+`router-bug`: a router in front of correct engines breaks it (the `routers:` part)."""
+ROUTER_KEY = "router:"
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,8 @@ class Deviation:
     fuzz: FuzzMatch | None = None
     intermittent: bool = False
     """A race: the entry may pass in a run without going stale (never hides other failures)."""
+    curl: str = ""
+    """The request that shows it, as an upstream bug report needs it (router entries)."""
 
     def applies(self, profile: str | None) -> bool:
         return not self.profiles or profile in self.profiles
@@ -82,8 +87,16 @@ class Verdict:
 
 
 def load(path: Path = DEFAULT_FILE) -> dict[str, list[Deviation]]:
+    """vLLM's entries by version, and (`routers:`, keyed `"vllm-router 0.1.17"`) a router's
+    under `router:` + that key (see `for_router`)."""
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    versions = data.get("versions") or {}
+    out = _section(data.get("versions") or {}, path, "")
+    for key, items in _section(data.get("routers") or {}, path, ROUTER_KEY).items():
+        out.setdefault(key, []).extend(items)
+    return out
+
+
+def _section(versions: dict[str, Any], path: Path, prefix: str) -> dict[str, list[Deviation]]:
     out: dict[str, list[Deviation]] = {}
     for version, entries in versions.items():
         items = []
@@ -102,11 +115,12 @@ def load(path: Path = DEFAULT_FILE) -> dict[str, list[Deviation]]:
                     tuple(entry.get("profiles") or ()),
                     _fuzz_match(entry.get("fuzz"), f"{path}: {version} {entry.get('id')}"),
                     bool(entry.get("intermittent", False)),
+                    " ".join(str(entry.get("curl", "")).split()),
                 )
             )
         # `"0.30.0, 0.31.0":` lists entries two releases share (they behave alike)
         for each in str(version).split(","):
-            out.setdefault(each.strip(), []).extend(items)
+            out.setdefault(prefix + each.strip(), []).extend(items)
     return out
 
 
@@ -150,6 +164,11 @@ def for_version(table: dict[str, list[Deviation]], version: str | None) -> list[
         return []
     bare = version.split("+", 1)[0]
     return table.get(version) or table.get(bare) or []
+
+
+def for_router(table: dict[str, list[Deviation]], router: str) -> list[Deviation]:
+    """Entries of a router release, e.g. `"vllm-router 0.1.17"`."""
+    return table.get(ROUTER_KEY + router) or []
 
 
 def judge(report: Report, listed: list[Deviation]) -> Verdict:

@@ -504,6 +504,12 @@ _CATALOGUE: tuple[Defect, ...] = (
         requirements=("ABORT-009",),
     ),
     Defect(
+        "disconnect-whole-no-abort",
+        "a client that hangs up before a non-streamed answer leaves its request running",
+        breaks=("abort",),
+        requirements=("ABORT-010",),
+    ),
+    Defect(
         "abort-route-missing",
         "/inference/v1/abort_requests answers 404 (generate still served)",
         breaks=("registration",),

@@ -284,7 +284,8 @@ def test_every_defect_has_a_probe() -> None:
 
     assert not set(PROBES) & set(MORE)
     probed = set(PROBES) | set(MORE)
-    assert probed - {"disconnect-no-abort"} == set(DEFECTS) - {"disconnect-no-abort"}
+    timing = {"disconnect-no-abort", "disconnect-whole-no-abort"}  # no answer differs
+    assert probed - timing == set(DEFECTS) - timing
 
 
 @pytest.mark.parametrize("name", sorted(PROBES))

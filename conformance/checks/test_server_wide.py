@@ -7,16 +7,13 @@ so these never run beside other checks' requests (`conformance.parallel.SERIAL`)
 
 from __future__ import annotations
 
-import time
-from typing import Any
-
 import pytest
 
 from conformance import api
 from conformance.checks.test_abort import aborted_stream, judge_abort_landed
-from conformance.in_flight import Inconclusive, payload, plans, ran_past
+from conformance.hangup import hang_up
 from conformance.registry import checks
-from conformance.semantics import fail
+from conformance.semantics import choices_of, fail
 from conformance.session import Session
 
 
@@ -49,56 +46,51 @@ def test_no_legacy_abort_elsewhere(tito: Session) -> None:
         fail(f"/abort_requests answered {reply.status} on a server without --tokens-only")
 
 
-def _stats(s: Session) -> dict[str, Any]:
-    data = s.client.get("/mock/stats", auth=False).json()
-    return data if isinstance(data, dict) else {}
-
-
-def _ended(stats: dict[str, Any]) -> int:
-    finished = stats.get("finished")
-    return (
-        sum(v for v in finished.values() if isinstance(v, int)) if isinstance(finished, dict) else 0
-    )
-
-
-@checks("ABORT-009", needs=("mock-stats",), builds_on=("STREAM-001",))
+@checks("ABORT-009", builds_on=("STREAM-001",))
 def test_disconnect_aborts(tito: Session) -> None:
-    """Disconnect after the first token of a stream sized to the server's pace; the stats say
-    whether the server aborted it. One that finished anyway ignored the disconnect only if it
-    ran on past it (the suite's overlap rule, `in_flight.ran_past`): a server that emits its
-    whole context before the client can hang up is retried longer (`in_flight.plans`: more
-    sequences where the context caps the tokens; never queued, a hang-up is judged running),
-    then inconclusive."""
-    itl, tried = tito.limits.itl_s or 0.0, []
-    for number, plan in enumerate(plans(tito, queue=False)):
-        max_tokens = plan.max_tokens
-        before = _stats(tito)
-        started = time.monotonic()
-        body = payload(plan, True, tito.rid(f"disconnect-{number}"))
-        with tito.client.stream(api.GENERATE, body) as st:
-            api.read_stream(st, stop_after_tokens=1, s=tito)
-            first = time.monotonic() - started
-        gone = time.monotonic() - started
-        waits = time.monotonic() + max(3.0, 2 * tito.limits.seconds_for(max_tokens))
-        after = before
-        while time.monotonic() < waits:
-            after = _stats(tito)
-            if after.get("aborted", 0) > before.get("aborted", 0):
-                return
-            if _ended(after) > _ended(before):  # it finished: before or after the hang-up?
-                ended = time.monotonic() - started
-                if ran_past(max_tokens, itl, first, gone, gone, ended):
-                    fail(
-                        f"a client disconnected after the first token ({gone * 1000:.0f} ms) "
-                        f"but the request of {plan.describe()} ran to its end "
-                        f"({ended * 1000:.0f} ms): stats {after}"
-                    )
-                break
-            time.sleep(0.02)
-        else:
-            fail(f"a client disconnected mid-stream but the request was not aborted: stats {after}")
-        tried.append(f"{plan.describe()} ended {_ended(after) - _ended(before)} sequence(s)")
-    raise Inconclusive(
-        "disconnecting a stream: every request finished before the client could hang up "
-        f"(pace: {tito.limits.describe()}); tries: " + " | ".join(tried)
-    )
+    """Hang up after the first token of a stream sized to the server's pace; the engines'
+    state says whether the request stopped (`hangup`: the suite's overlap rule, retried
+    longer on a server that emits its whole context before the client can hang up)."""
+    hang_up(tito, stream=True, what="a client disconnected mid-stream")
+
+
+@checks("ABORT-010")
+def test_disconnect_aborts_whole(tito: Session) -> None:
+    hang_up(tito, stream=False, what="a client disconnected before a non-streamed answer")
+
+
+@checks("ROUTER-003", builds_on=("STREAM-001",))
+def test_router_passes_stream_hangup(tito: Session) -> None:
+    hang_up(tito, stream=True, what="a client hung up on a stream through the router")
+
+
+@checks("ROUTER-004")
+def test_router_passes_whole_hangup(tito: Session) -> None:
+    hang_up(tito, stream=False, what="a client hung up on a non-streamed request (router)")
+
+
+@checks("ROUTER-011", builds_on=("WV-001",))
+def test_label_reaches_every_engine(tito: Session) -> None:
+    old = str(tito.client.get("/weight_info", auth=False).json().get("weight_version"))
+    new = f"tito-{tito.session_id}-fleet"
+    reply = tito.client.post("/update_weight_version", {"new_version": new}, auth=False)
+    api.status_is(reply, 200, "/update_weight_version through the router")
+    try:
+        for number in range(2 * len(tito.features.engines)):
+            data = api.generate(tito, api.body(2, ignore_eos=True), what="generate after it")
+            labels = {
+                span.get("version")
+                for choice in choices_of(data)
+                for span in choice.get("weight_versions") or []
+                if isinstance(span, dict)
+            }
+            if labels != {new}:
+                fail(
+                    f"after /update_weight_version {new!r} through the router, generate "
+                    f"{number + 1} carries spans labelled {sorted(map(str, labels))}"
+                )
+    finally:
+        for engine in [
+            tito.direct(url) for url in tito.features.engines
+        ]:  # put back, on every engine, whatever the router did
+            engine.post("/update_weight_version", {"new_version": old}, auth=False)

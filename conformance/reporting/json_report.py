@@ -32,6 +32,7 @@ def to_dict(report: Report) -> dict[str, Any]:
             "detected_features": list(report.server.detected_features),
             "claimed_features": list(report.server.claimed_features),
             "limits": dict(report.server.limits),
+            "engines": list(report.server.engines),
         },
         "started_at": report.started_at,
         "duration_s": report.duration_s,
@@ -70,6 +71,7 @@ def _requirement(result: RequirementResult, harness_error: str) -> dict[str, Any
         "status": result.status.value,
         "reason": reason,
         "skip_kind": result.skip_kind.value or None,
+        "attribution": result.attribution or None,
         "checks": [
             {
                 "name": c.name,

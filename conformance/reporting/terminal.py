@@ -66,8 +66,10 @@ def _one(report: Report, verbose: bool) -> str:
     for r in report.requirements:
         if r.status in (Status.FAIL, Status.ERROR):
             label = "WARN" if r.is_warning else r.status.value.upper()
+            whose = f" (the {r.attribution}'s)" if r.attribution else ""
             lines.append(
-                f"   {label} {r.requirement.id} [{r.requirement.level.value}] {r.requirement.title}"
+                f"   {label} {r.requirement.id} [{r.requirement.level.value}] "
+                f"{r.requirement.title}{whose}"
             )
             for check in r.checks:
                 if check.status is r.status:

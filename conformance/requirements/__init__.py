@@ -12,6 +12,7 @@ from . import (
     gating,
     logprobs,
     pipeline,
+    router,
     stop,
     streaming,
     text_mode,
@@ -43,6 +44,7 @@ _MODULES = (
     pipeline,
     gating,
     errors,
+    router,
 )
 
 

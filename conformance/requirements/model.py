@@ -19,6 +19,7 @@ class Source(StrEnum):
 
     DOCUMENT = "document"  # a sentence of tito-api.md, quoted verbatim
     VLLM = "vllm-0.32"  # the document is silent; vLLM 0.32 behaves this way and clients rely on it
+    DERIVED = "derived"  # a router's duty that follows from the quoted sentence (issue 20)
 
 
 class Feature(StrEnum):
@@ -38,6 +39,7 @@ class Feature(StrEnum):
     DISABLED = "disabled gating"
     MULTIMODAL = "multimodal"
     ERRORS = "errors"
+    ROUTER = "router"
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ class Admit:
     abort_ids_required: bool = True
     legacy_abort_acts: bool = True
     abort_on_disconnect: bool = True
+    abort_on_whole_disconnect: bool = True  # a non-streamed request's client hanging up
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,211 @@
+"""What a router must preserve between the client and its engines (`requirements/router.py`).
+
+These run only when the run knows its topology (`--engine URL` per engine): each sends through
+the router (the server under test) and, where the duty is to pass something on unchanged, asks
+an engine directly for the reference. The hang-up duties read every engine's state and run
+with the other whole-server checks (`test_server_wide.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from typing import Any
+
+from conformance import api
+from conformance.checks.test_abort import aborted_stream, judge_abort_landed
+from conformance.features import MAX_DP_PROBE
+from conformance.http import Client, Reply, is_event_stream
+from conformance.in_flight import Inconclusive
+from conformance.registry import checks
+from conformance.semantics import choices_of, fail
+from conformance.session import Session
+
+SPREAD_S = 0.3  # the least time between a direct stream's first chunk and its end worth judging
+BUFFERED = 0.25  # a routed stream spread over less than this share of the direct one is held
+RANK_HEADER = "X-data-parallel-rank"
+
+
+def _engines(s: Session) -> list[Client]:
+    return [s.direct(url) for url in s.features.engines]
+
+
+def _rounds(s: Session) -> int:
+    """Enough requests that a round-robin router sends one to every engine."""
+    return max(2, len(s.features.engines))
+
+
+def _aborts_land(s: Session, path: str, auth: bool, what: str) -> None:
+    for number in range(_rounds(s)):
+        line, outcome = aborted_stream(s, path, auth=auth)
+        judge_abort_landed(line, outcome, f"{what} (stream {number + 1} of {_rounds(s)})")
+
+
+@checks("ROUTER-001", builds_on=("ABORT-001", "STREAM-001"))
+def test_abort_reaches_its_engine(tito: Session) -> None:
+    _aborts_land(tito, api.ABORT, True, f"a stream aborted through the router's {api.ABORT}")
+
+
+@checks("ROUTER-002", builds_on=("STREAM-001",))
+def test_legacy_abort_reaches_its_engine(tito: Session) -> None:
+    what = f"a stream aborted through the router's {api.LEGACY_ABORT}"
+    _aborts_land(tito, api.LEGACY_ABORT, False, what)
+
+
+def _rejected_rank(engine: Client) -> int | None:
+    """The smallest rank the engine itself rejects (None: it takes every rank probed)."""
+    for rank in range(1, MAX_DP_PROBE + 1):
+        reply = engine.post(api.GENERATE, api.body(1), headers={RANK_HEADER: str(rank)})
+        if reply.status == 400:
+            return rank
+    return None
+
+
+@checks("ROUTER-005")
+def test_rank_reaches_the_engine(tito: Session) -> None:
+    engine = _engines(tito)[0]
+    rank = _rejected_rank(engine)
+    if rank is None:
+        raise Inconclusive(f"{engine.base_url} accepts every rank up to {MAX_DP_PROBE}")
+    routed = tito.client.post(api.GENERATE, api.body(1), headers={RANK_HEADER: str(rank)})
+    if routed.status != 400:
+        fail(
+            f"{RANK_HEADER}: {rank}, which the engine rejects with 400 ({engine.base_url}), was "
+            f"answered {api.answer_of(routed)} through the router: the header did not reach it"
+        )
+    pinned = tito.client.post(api.GENERATE, api.body(1), headers={RANK_HEADER: "0"})
+    api.status_is(pinned, 200, f"{RANK_HEADER}: 0 through the router")
+
+
+def _echoed_id(reply: Reply, what: str) -> str:
+    api.status_is(reply, 200, what)
+    data = reply.json()
+    rid = data.get("request_id") if isinstance(data, dict) else None
+    return rid if isinstance(rid, str) else f"{rid!r}"
+
+
+def _sent_id(client: Client, where: str, rid: str) -> str:
+    """The request_id a generate comes back with when `rid` is sent in the header or body."""
+    headers = {"X-Request-Id": rid} if where == "header" else None
+    top = {"request_id": rid} if where == "body" else {}
+    reply = client.post(api.GENERATE, api.body(1, top=top), headers=headers)
+    return _echoed_id(reply, f"a generate with a {where} request id ({client.base_url})")
+
+
+@checks("ROUTER-006", needs=("generate",))
+def test_request_ids_pass(tito: Session) -> None:
+    engine = _engines(tito)[0]
+    for where in ("header", "body"):
+        mine, theirs = tito.rid(f"router-{where}"), tito.rid(f"engine-{where}")
+        expected = _sent_id(engine, where, theirs).replace(theirs, mine)
+        routed = _sent_id(tito.client, where, mine)
+        if routed != expected:
+            fail(
+                f"a {where} request id {mine!r} came back through the router as {routed!r}; "
+                f"the engine itself answers {expected!r} for it"
+            )
+
+
+@checks("ROUTER-007")
+def test_echo_passes(tito: Session) -> None:
+    modes = ["tokens", *(["text"] if "text-mode" in tito.features.names() else [])]
+    for mode in modes:
+        body = api.body(2, top={"output_mode": mode})
+        data = api.generate(tito, body, what=f"output_mode {mode!r} through the router")
+        if data.get("output_mode") != mode:
+            fail(f"output_mode {mode!r} came back as {data.get('output_mode')!r}")
+        streamed = api.stream(tito, body, what=f"a {mode}-mode stream through the router")
+        for number, chunk in enumerate(streamed.chunks):
+            if "error" not in chunk and chunk.get("output_mode") != mode:
+                fail(f"chunk {number} of a {mode}-mode stream echoes {chunk.get('output_mode')!r}")
+
+
+def _timed(client: Client, body: dict[str, Any], deadline: float) -> tuple[float, float, int]:
+    """A stream's first data chunk and its end, in seconds from sending, and its tokens."""
+    started = time.monotonic()
+    first: float | None = None
+    tokens = 0
+    with client.stream(api.GENERATE, {**body, "stream": True}, deadline=deadline) as st:
+        if st.status != 200 or not is_event_stream(st.headers):
+            fail(f"a stream from {client.base_url} answered {st.status} {st.headers}")
+        for data in st.events():
+            if data == "[DONE]":
+                break
+            chunk = json.loads(data)
+            count = sum(len(c.get("token_ids") or []) for c in choices_of(chunk))
+            tokens += count
+            if first is None and count:
+                first = time.monotonic() - started
+    ended = time.monotonic() - started
+    return (first if first is not None else ended), ended, tokens
+
+
+@checks("ROUTER-008", builds_on=("STREAM-001",))
+def test_stream_not_buffered(tito: Session) -> None:
+    engine = _engines(tito)[0]
+    probe = api.body(16, ignore_eos=True)
+    first, end, tokens = _timed(engine, probe, tito.config.stream_deadline)
+    per_token = max(1e-5, (end - first) / max(1, tokens - 1))
+    room = tito.limits.room(len(api.PROMPT)) or 4096
+    wanted = min(room, max(16, math.ceil(2 * SPREAD_S / per_token)))
+    body = api.body(wanted, ignore_eos=True)
+    first, end, tokens = _timed(engine, body, tito.config.stream_deadline)
+    direct = end - first
+    if direct < SPREAD_S:
+        raise Inconclusive(
+            f"a stream of {wanted} tokens straight from {engine.base_url} spreads over "
+            f"{direct * 1000:.0f} ms, too little to tell a held stream from a fast one"
+        )
+    r_first, r_end, _ = _timed(tito.client, body, tito.config.stream_deadline)
+    routed = r_end - r_first
+    if routed < BUFFERED * direct:
+        fail(
+            f"a stream of {wanted} tokens reached the client through the router all at once: "
+            f"first chunk at {r_first * 1000:.0f} ms, end at {r_end * 1000:.0f} ms; straight "
+            f"from the engine its chunks spread from {first * 1000:.0f} to {end * 1000:.0f} ms"
+        )
+
+
+def _error_of(reply: Reply) -> tuple[int, str | None, Any]:
+    try:
+        body: Any = reply.json()
+    except AssertionError:
+        body = reply.body[:200]
+    return reply.status, reply.headers.get("content-type"), body
+
+
+@checks("ROUTER-009", needs=("generate",))
+def test_errors_pass_unchanged(tito: Session) -> None:
+    engine = _engines(tito)[0]
+    cases = [
+        ("an invalid generate", api.GENERATE, api.invalid()),
+        ("an abort without request_ids", api.ABORT, {}),
+    ]
+    for what, path, body in cases:
+        direct = engine.post(path, body)
+        if direct.status < 400:
+            continue  # the engine accepts it: nothing to pass through
+        routed = tito.client.post(path, body)
+        want, got = _error_of(direct), _error_of(routed)
+        if (got[0], got[2]) != (want[0], want[2]) or "json" not in (got[1] or ""):
+            fail(
+                f"{what}: the engine answers HTTP {want[0]} ({want[1]}) {want[2]!r:.200}; "
+                f"through the router HTTP {got[0]} ({got[1]}) {got[2]!r:.200}"
+            )
+
+
+@checks("ROUTER-010")
+def test_key_still_required(tito: Session) -> None:
+    engine = _engines(tito)[0]
+    guarded = [(api.GENERATE, api.body(1)), (api.ABORT, {"request_ids": []})]
+    for path, body in guarded:
+        direct = engine.post(path, body, auth=False)
+        if direct.status != 401:
+            continue  # the engine itself does not guard it
+        routed = tito.client.post(path, body, auth=False)
+        if routed.status != 401:
+            fail(
+                f"{path} without the API key: the engine answers 401, the router "
+                f"{api.answer_of(routed)}"
+            )

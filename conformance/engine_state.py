@@ -1,0 +1,135 @@
+"""What the engines are doing, read from each engine itself, never through a router.
+
+The disconnect and abort checks must know whether an engine still runs a request. vLLM says so
+on its Prometheus `/metrics` (`vllm:num_requests_running` and `..._waiting`, and
+`vllm:request_success_total` by `finished_reason`); the mock says the same there and on
+`/mock/stats`. Behind a router two reads may reach two engines, so the state of a deployment is
+the sum over every engine, each read at its own URL (`--engine`), or the server's own when the
+run was given none.
+
+vLLM 0.32 counts a request that ran to its end (stop, length) but not one it aborted: an abort
+is seen as a request that left the engine without a natural finish (`Counts.gone_early`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from .http import Client, ServerBroke
+
+RUNNING = ("vllm:num_requests_running", "vllm:num_requests_waiting")
+FINISHED = "vllm:request_success"  # the parser drops the counter's `_total`
+NATURAL = ("stop", "length")
+
+
+@dataclass(frozen=True)
+class Counts:
+    """One reading: requests on the engines, and those that ended, by how."""
+
+    in_flight: int = 0
+    finished: int = 0  # ended on their own: stop or length
+    aborted: int = 0  # ended by an abort, where the engine counts it (the mock does)
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(
+            self.in_flight + other.in_flight,
+            self.finished + other.finished,
+            self.aborted + other.aborted,
+        )
+
+    def gone_early(self, before: Counts) -> bool:
+        """A request that was in flight at `before` has left without a natural finish."""
+        return self.aborted > before.aborted or (
+            self.in_flight < before.in_flight and self.finished == before.finished
+        )
+
+    def describe(self) -> str:
+        return f"in flight {self.in_flight}, finished {self.finished}, aborted {self.aborted}"
+
+
+def from_metrics(text: str) -> Counts | None:
+    """A Prometheus text page as Counts (None: it carries no vLLM request gauges)."""
+    in_flight = finished = aborted = 0
+    seen = False
+    try:
+        families = list(text_string_to_metric_families(text))
+    except ValueError:
+        return None
+    for family in families:
+        for sample in family.samples:
+            if sample.name in RUNNING:
+                seen = True
+                in_flight += int(sample.value)
+            elif family.name == FINISHED and sample.name.endswith("_total"):
+                reason = sample.labels.get("finished_reason")
+                if reason in NATURAL:
+                    finished += int(sample.value)
+                elif reason == "abort":
+                    aborted += int(sample.value)
+    return Counts(in_flight, finished, aborted) if seen else None
+
+
+def from_stats(data: object) -> Counts | None:
+    """The mock's `/mock/stats` as Counts (None: not its counters)."""
+    if not isinstance(data, dict) or "in_flight" not in data:
+        return None
+    ended = data.get("finished")
+    finished = ended if isinstance(ended, dict) else {}
+    return Counts(
+        int(data.get("in_flight") or 0),
+        sum(v for k, v in finished.items() if k in NATURAL and isinstance(v, int)),
+        int(data.get("aborted") or 0),
+    )
+
+
+def read_one(client: Client) -> Counts | None:
+    """One engine's counts: `/metrics` first (vLLM's and the mock's), else `/mock/stats`."""
+    for path, parse in (("/metrics", _metrics), ("/mock/stats", _stats)):
+        try:
+            reply = client.get(path, auth=False)
+        except ServerBroke:
+            continue
+        if reply.status == 200:
+            found = parse(reply.body)
+            if found is not None:
+                return found
+    return None
+
+
+def _metrics(body: bytes) -> Counts | None:
+    return from_metrics(body.decode("utf-8", "replace"))
+
+
+def _stats(body: bytes) -> Counts | None:
+    import json
+
+    try:
+        return from_stats(json.loads(body))
+    except ValueError:
+        return None
+
+
+class EngineState:
+    """The deployment's counts: every engine read at its own URL, summed."""
+
+    def __init__(self, clients: list[Client]) -> None:
+        self.clients = clients
+
+    def read(self) -> Counts | None:
+        """The sum over every engine (None: one of them could not be read)."""
+        total = Counts()
+        for client in self.clients:
+            one = read_one(client)
+            if one is None:
+                return None
+            total += one
+        return total
+
+    def where(self) -> str:
+        return ", ".join(c.base_url for c in self.clients)
+
+    def close(self) -> None:
+        for client in self.clients:
+            client.close()

@@ -1,0 +1,123 @@
+"""A client that hangs up, and whether the engines stopped: the disconnect checks' one routine.
+
+vLLM cancels a request whose client goes away (`with_cancellation`), streamed or not; a router
+must pass the hang-up on. Only the engines can say whether the request stopped, so the outcome
+is read from their state (`engine_state`: every engine at its own URL, summed), before the
+request and after the hang-up:
+
+- the engine counts an abort, or the request is no longer in flight by the time it would have
+  ended on its own and never ended so -> stopped;
+- it finished although the hang-up came well before its end (`timeline.ran_past`, the suite's
+  one overlap rule) -> kept running, or still runs long after -> the failure;
+- it ended before the client could hang up -> tried again with a longer request (`plans`),
+  then `Inconclusive`, never a failure.
+"""
+
+from __future__ import annotations
+
+import time
+
+from . import api
+from .engine_state import Counts
+from .http import Client, ServerBroke
+from .in_flight import Inconclusive, Plan, payload, plans, ran_past
+from .semantics import fail
+from .session import Session
+
+POLL_S = 0.02
+SETTLE_S = 3.0  # the least time the engines get to show the request gone
+
+
+def _read(s: Session) -> Counts:
+    found = s.state.read()
+    if found is None:
+        fail(f"the engines' state could no longer be read ({s.state.where()})")
+    return found
+
+
+def hang_up(s: Session, stream: bool, what: str) -> None:
+    """Pass when a hung-up request stops on its engine; fail when it ran on; else retry, then
+    `Inconclusive`."""
+    itl, tried = s.limits.itl_s or 0.0, []
+    for number, plan in enumerate(plans(s, queue=False)):
+        before = _read(s)
+        started = time.monotonic()
+        body = payload(plan, stream, s.rid(f"hangup-{number}"))
+        first = _stream_away(s, body) if stream else _whole_away(s, body)
+        gone = time.monotonic() - started
+        if first is None:
+            tried.append(f"{plan.describe()} was answered before the client hung up")
+            continue
+        verdict = _after(s, before, plan, itl, started, first, gone, what)
+        if verdict is None:
+            return
+        tried.append(verdict)
+    raise Inconclusive(
+        f"{what}: the request could not be caught in flight and hung up on (pace: "
+        f"{s.limits.describe()}); tries: " + " | ".join(tried)
+    )
+
+
+def _stream_away(s: Session, body: dict[str, object]) -> float:
+    """Read a stream to its first token and hang up; when that token came."""
+    started = time.monotonic()
+    with s.client.stream(api.GENERATE, body) as st:
+        api.read_stream(st, stop_after_tokens=1, s=s)
+        return time.monotonic() - started
+
+
+def _whole_away(s: Session, body: dict[str, object]) -> float | None:
+    """Send a non-streamed request through a client of its own whose read timeout is the
+    hang-up (after its first token is due); the first token's expected time (None: it was
+    answered first)."""
+    ttft = s.limits.ttft_s or 0.0
+    wait = max(0.1, 1.5 * ttft + 5 * (s.limits.itl_s or 0.0))
+    client = Client(s.client.base_url, s.client.api_key, timeout=wait)
+    try:
+        client.post(api.GENERATE, body)
+    except ServerBroke:
+        return ttft  # the read timed out: the client hung up, as intended
+    finally:
+        client.close()
+    return None
+
+
+def _after(
+    s: Session,
+    before: Counts,
+    plan: Plan,
+    itl: float,
+    started: float,
+    first: float,
+    gone: float,
+    what: str,
+) -> str | None:
+    """After the hang-up: None when the request stopped; raises when it ran on; else why
+    this attempt proves nothing. A request stopped when the engine counts an abort, or when it
+    is no longer in flight by the time it would have ended on its own, without ending so."""
+    natural = s.limits.seconds_for(plan.max_tokens)
+    settled = started + max(SETTLE_S, 1.5 * natural + 1.0)
+    after = before
+    while True:
+        after = _read(s)
+        if after.aborted > before.aborted:
+            return None
+        if after.finished > before.finished:  # it finished: before or after the hang-up?
+            ended = time.monotonic() - started
+            if ran_past(plan.max_tokens, itl, first, gone, gone, ended):
+                fail(
+                    f"{what}: the client hung up after {gone * 1000:.0f} ms but the request of "
+                    f"{plan.describe()} ran to its end ({ended * 1000:.0f} ms): engines "
+                    f"{s.state.where()}: {after.describe()}"
+                )
+            return f"{plan.describe()} ended {after.finished - before.finished} sequence(s)"
+        if time.monotonic() >= settled:
+            break
+        time.sleep(POLL_S)
+    if after.in_flight <= before.in_flight:
+        return None
+    fail(
+        f"{what}: the client hung up after {gone * 1000:.0f} ms but the engines still run "
+        f"the request of {plan.describe()} {time.monotonic() - started:.1f} s later: engines "
+        f"{s.state.where()}: {after.describe()}"
+    )

