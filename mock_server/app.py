@@ -21,6 +21,7 @@ from mock_server.dev import dev_endpoints
 from mock_server.direct import MockApp
 from mock_server.engine import Engine
 from mock_server.generate import GenerateEndpoint
+from mock_server.metrics import CONTENT_TYPE, prometheus_text
 from mock_server.openai_compat import openai_routes
 from mock_server.render import render_routes
 from mock_server.render_apis import render_api_routes
@@ -65,6 +66,10 @@ def create_app(config: MockConfig) -> Starlette:
     async def stats(request: Request) -> JSONResponse:
         return JSONResponse(state.engine.stats())
 
+    async def metrics(request: Request) -> Response:
+        text = prometheus_text(state.engine.stats(), config.model_name)
+        return Response(text, headers={"content-type": CONTENT_TYPE})
+
     async def version(request: Request) -> JSONResponse:
         return JSONResponse({"version": config.release.version})
 
@@ -88,6 +93,7 @@ def create_app(config: MockConfig) -> Starlette:
     routes: list[Route] = [
         Route("/health", health, methods=["GET"]),
         Route("/mock/stats", stats, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
         Route("/version", version, methods=["GET"]),
         Route("/v1/models", models, methods=["GET"]),
     ]

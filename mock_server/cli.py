@@ -1,14 +1,20 @@
-"""`tito-mock`: run the mock under uvicorn."""
+"""`tito-mock`: run the mock under uvicorn, or (`--engines N`) a fleet of them behind a router."""
 
 from __future__ import annotations
 
+import argparse
 import sys
+
+FLEET_FLAGS = ("--engines", "--router", "--router-defect", "--engine-api-key")
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if any(a.split("=", 1)[0] in FLEET_FLAGS for a in args):
+        return fleet_main(args)
     from mock_server.config import parse_args
 
-    config = parse_args(argv)
+    config = parse_args(args)
     import uvicorn
 
     from mock_server.app import create_app
@@ -32,6 +38,68 @@ def main(argv: list[str] | None = None) -> int:
     app.state.mock.on_fatal.append(fatal)
     server.run()
     return 1 if app.state.mock.engine.dead else 0
+
+
+def _fleet_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="tito-mock --engines N",
+        description="N mock engines (every other flag is theirs) behind one router.",
+        allow_abbrev=False,
+    )
+    p.add_argument("--engines", type=int, default=2, help="how many engines (default 2)")
+    p.add_argument(
+        "--router",
+        choices=("auto", "kit", "vllm-router"),
+        default="auto",
+        help="vllm-router ($TITO_VLLM_ROUTER or on PATH) when found (auto), or the kit's own",
+    )
+    p.add_argument(
+        "--router-defect", metavar="NAME", help="break one duty of the kit's router ('list')"
+    )
+    p.add_argument("--engine-api-key", help="the key the kit's router sends (key-bypassed)")
+    p.add_argument("--host", default="127.0.0.1", help="the router's host")
+    p.add_argument("--port", type=int, default=8000, help="the router's port")
+    return p
+
+
+def fleet_main(argv: list[str]) -> int:
+    """Start the fleet, print the router's URL and the engines', serve until Ctrl-C."""
+    import signal
+    import threading
+
+    from mock_server.fleet import start_fleet
+    from mock_server.router import catalogue_text
+
+    ns, engine_flags = _fleet_parser().parse_known_args(argv)
+    if ns.router_defect == "list":
+        print(catalogue_text())
+        return 0
+    try:
+        fleet = start_fleet(
+            ns.engines,
+            engine_flags,
+            router=ns.router,
+            router_defect=ns.router_defect,
+            engine_api_key=ns.engine_api_key,
+            host=ns.host,
+            port=ns.port,
+        )
+    except (ValueError, RuntimeError) as exc:  # FleetError, or a port the router cannot bind
+        print(f"tito-mock: {exc}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with fleet:
+        print(f"router ({fleet.router}): {fleet.url}")
+        for i, url in enumerate(fleet.engines):
+            print(f"engine {i}: {url}")
+        sys.stdout.flush()
+        try:
+            while not stop.wait(3600):
+                pass
+        except KeyboardInterrupt:
+            pass
+    return 0
 
 
 if __name__ == "__main__":

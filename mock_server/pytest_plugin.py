@@ -9,7 +9,10 @@ imports nothing beyond pytest and starts nothing until a test asks for a fixture
 - `tito_mock_factory(...)`: the same arguments, for a test that wants several mocks;
 - `tito_transport` / `tito_async_transport`: streaming in-process httpx transports to `tito_mock`;
 - `tito_respx`: respx's `respx_mock` router with the TITO paths of `http://tito.mock` answered
-  by `tito_mock`.
+  by `tito_mock`;
+- `tito_mock_fleet`: N mock engines behind a router (`mock_server.fleet.Fleet`: `.url`,
+  `.engines`, `.router`, `.kill(i)`), configured by `@pytest.mark.tito_mock_fleet(engines=2,
+  flags=[...], router="auto"|"kit"|"vllm-router", router_defect=None, ...)`.
 
 A mock is torn down at the end of its scope, whatever the test did; mocks of a wider scope are
 shared by every test in it that asks for the same settings.
@@ -23,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from mock_server.fleet import Fleet
     from mock_server.harness import TitoMock
     from openapi.asgi_transport import AsyncStreamingTransport, StreamingTransport
 
@@ -32,10 +36,16 @@ MARKER = (
     "scope='function'): "
     "how the tito_mock fixture starts the TITO mock for this test"
 )
+FLEET_MARKER = (
+    "tito_mock_fleet(engines=2, flags=(), defects=(), ttft_ms=None, itl_ms=None, env=None, "
+    "vllm_version=None, router='auto', router_defect=None, engine_api_key=None): "
+    "how the tito_mock_fleet fixture starts its engines and their router for this test"
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
+    config.addinivalue_line("markers", FLEET_MARKER)
 
 
 class _Shared:
@@ -121,3 +131,19 @@ def tito_respx(tito_mock: TitoMock, respx_mock: Any) -> Any:
 
     add_routes(respx_mock, tito_mock)
     return respx_mock
+
+
+@pytest.fixture
+def tito_mock_fleet(request: pytest.FixtureRequest) -> Iterator[Fleet]:
+    """Engines behind a router, as this test's `tito_mock_fleet` marker describes (two
+    scale-out mocks behind vllm-router when it is found, else the kit's router); a test that
+    asks for `router="vllm-router"` is skipped where it is not installed."""
+    from mock_server.fleet import RouterNotFound, start_fleet
+
+    marker = request.node.get_closest_marker("tito_mock_fleet")
+    try:
+        fleet = start_fleet(**(marker.kwargs if marker else {}))
+    except RouterNotFound as exc:
+        pytest.skip(str(exc))
+    with fleet:
+        yield fleet

@@ -1,0 +1,247 @@
+"""A deployment on a laptop: N `tito-mock` engines behind one router, for rollout code's tests.
+
+TITO runs at scale behind a router, and rollout code meets bugs there that one server never
+shows (an abort that reaches the wrong engine, an engine that dies mid-stream). Each engine is
+a `tito-mock` process of its own on a free loopback port, so `kill(i)` ends it the way a
+crashed engine ends: its streams break off. The router is the real vllm-router when its binary
+is there (`TITO_VLLM_ROUTER`, else `vllm-router` on PATH), else the kit's own router, a test
+instrument that can also break one duty on purpose (`router_defect`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import httpx
+
+from mock_server.harness import MockSettings
+from mock_server.testing import free_port
+
+ROUTER_ENV = "TITO_VLLM_ROUTER"
+ROUTERS = ("auto", "kit", "vllm-router")
+START_TIMEOUT = 30.0
+HOW_TO_GET = (
+    "vllm-router not found: install it in a venv of its own (python3 -m venv R && "
+    "R/bin/pip install vllm-router==0.1.17) and set TITO_VLLM_ROUTER=R/bin/vllm-router, "
+    "or put vllm-router on PATH"
+)
+
+
+class FleetError(RuntimeError):
+    """An engine or the router did not start; the message carries the tail of its log."""
+
+
+class RouterNotFound(FleetError):
+    """`router="vllm-router"` was asked for and no binary is there."""
+
+
+def vllm_router_binary() -> str | None:
+    """`$TITO_VLLM_ROUTER` when it is an executable, else `vllm-router` on PATH, else None."""
+    given = os.environ.get(ROUTER_ENV)
+    if given:
+        return given if os.path.isfile(given) and os.access(given, os.X_OK) else None
+    return shutil.which("vllm-router")
+
+
+@dataclass
+class _Process:
+    """A server of its own session (so a stop takes every process it made), logging to a file."""
+
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: IO[bytes]
+
+    def tail(self) -> str:
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read().decode("utf-8", "replace")[-2000:]
+
+    def signal(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.popen.pid, sig)
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            self.signal(signal.SIGTERM)
+            try:
+                self.popen.wait(5)
+            except subprocess.TimeoutExpired:
+                self.signal(signal.SIGKILL)
+                self.popen.wait(5)
+        self.log.close()
+
+
+def _spawn(name: str, argv: list[str], env: Mapping[str, str] | None = None) -> _Process:
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by _Process.stop
+    popen = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, **(env or {})},
+        start_new_session=True,
+    )
+    return _Process(name, popen, log)
+
+
+def _wait_healthy(process: _Process, url: str, deadline: float) -> None:
+    """Until `url/health` answers 200; a process that exits or a deadline passed is an error."""
+    with httpx.Client(timeout=2.0) as client:
+        while time.monotonic() < deadline:
+            if process.popen.poll() is not None:
+                raise FleetError(f"{process.name} exited at start-up:\n{process.tail()}")
+            with contextlib.suppress(httpx.HTTPError):
+                if client.get(url + "/health").status_code == 200:
+                    return
+            time.sleep(0.05)
+    raise FleetError(f"{process.name} did not answer {url}/health in time:\n{process.tail()}")
+
+
+@dataclass
+class Fleet:
+    """A running fleet: `url` (the router), `engines` (their base URLs), `router` ("kit" or
+    "vllm-router"); a context manager, and `close()` always stops everything."""
+
+    url: str = ""
+    engines: list[str] = field(default_factory=list)
+    router: str = "kit"
+    _processes: list[_Process] = field(default_factory=list, repr=False)
+    _stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, repr=False)
+
+    def __enter__(self) -> Fleet:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def kill(self, i: int) -> None:
+        """Kill engine `i` at once (SIGKILL): its streams break off mid-answer, as when an
+        engine dies; the router then finds it unreachable."""
+        engine = self._processes[i]
+        engine.signal(signal.SIGKILL)
+        engine.popen.wait(10)
+
+    def stats(self) -> list[dict[str, Any]]:
+        """Each engine's `/mock/stats`, read at its own URL (an engine that is gone: {})."""
+        out: list[dict[str, Any]] = []
+        with httpx.Client(timeout=5.0) as client:
+            for url in self.engines:
+                try:
+                    out.append(client.get(url + "/mock/stats").json())
+                except httpx.HTTPError:
+                    out.append({})
+        return out
+
+
+def start_fleet(
+    engines: int = 2,
+    flags: Iterable[str] = (),
+    *,
+    defects: Iterable[str] = (),
+    ttft_ms: float | None = None,
+    itl_ms: float | None = None,
+    env: Mapping[str, str] | None = None,
+    vllm_version: str | None = None,
+    router: str = "auto",
+    router_defect: str | None = None,
+    engine_api_key: str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+) -> Fleet:
+    """Start `engines` mocks (`tito-mock --enable-scale-out` plus `flags`, as the `tito_mock`
+    fixture makes them) and a router on `host:port` (0: a free port); use as a context manager.
+
+    `router`: "auto" (vllm-router when found, else the kit's), "vllm-router" (RouterNotFound
+    without it) or "kit"; a `router_defect` needs the kit's router. `engine_api_key` is the
+    key the kit's router sends for `key-bypassed` (default: the engines' first `--api-key`).
+    """
+    from mock_server.router.policy import ROUTER_DEFECTS
+
+    if engines < 1:
+        raise ValueError("a fleet needs at least one engine")
+    if router not in ROUTERS:
+        raise ValueError(f"router must be one of {ROUTERS}, not {router!r}")
+    if router_defect is not None and router_defect not in ROUTER_DEFECTS:
+        raise ValueError(f"unknown router defect {router_defect!r}: {', '.join(ROUTER_DEFECTS)}")
+    if router_defect is not None and router == "vllm-router":
+        raise ValueError("a router defect is a fault of the kit's router: use router='kit'")
+    settings = MockSettings.of(flags, defects, ttft_ms, itl_ms, env, vllm_version)
+    config = settings.config()  # a bad flag fails here, not in N processes
+    binary = None if router == "kit" or router_defect else vllm_router_binary()
+    if router == "vllm-router" and binary is None:
+        raise RouterNotFound(HOW_TO_GET)
+    fleet = Fleet(router="vllm-router" if binary else "kit")
+    try:
+        _start_engines(fleet, engines, settings, host)
+        if binary:
+            fleet.url = _start_vllm_router(fleet, binary, host, port)
+        else:
+            from mock_server.router.app import create_router_app
+            from mock_server.router.serve import serving
+
+            key = engine_api_key or (config.api_keys[0] if config.api_keys else None)
+            app = create_router_app(fleet.engines, defect=router_defect, engine_api_key=key)
+            fleet.url = fleet._stack.enter_context(serving(app, host, port))
+    except BaseException:
+        fleet.close()
+        raise
+    return fleet
+
+
+def _start_engines(fleet: Fleet, count: int, settings: MockSettings, host: str) -> None:
+    """Every engine starts at once; one whose port was taken meanwhile is started again."""
+    argv = [sys.executable, "-m", "mock_server", *settings.argv()]
+    env = dict(settings.env)
+    pending = list(range(count))
+    slots: list[tuple[_Process, str] | None] = [None] * count
+    for _attempt in range(3):
+        for i in pending:
+            port = free_port()
+            process = _spawn(f"engine {i}", [*argv, "--host", host, "--port", str(port)], env)
+            fleet._stack.callback(process.stop)
+            slots[i] = (process, f"http://{host}:{port}")
+        deadline = time.monotonic() + START_TIMEOUT
+        failed: list[int] = []
+        for i in pending:
+            slot = slots[i]
+            assert slot is not None
+            try:
+                _wait_healthy(slot[0], slot[1], deadline)
+            except FleetError as exc:
+                if "address already in use" not in str(exc).lower():
+                    raise
+                failed.append(i)
+        pending = failed
+        if not pending:
+            break
+    if pending:
+        raise FleetError(f"engines {pending} found no free port")
+    fleet._processes = [slot[0] for slot in slots if slot is not None]
+    fleet.engines = [slot[1] for slot in slots if slot is not None]
+
+
+def _start_vllm_router(fleet: Fleet, binary: str, host: str, port: int) -> str:
+    port = port or free_port()
+    argv = [binary, "--host", host, "--port", str(port), "--worker-urls", *fleet.engines]
+    argv += ["--policy", "round_robin", "--log-level", "warning"]
+    # Its Prometheus exporter binds 127.0.0.1:29000 unless told otherwise: two fleets at once
+    # (xdist workers, a benchmark beside a test) would collide there and it panics at start.
+    argv += ["--prometheus-port", str(free_port())]
+    process = _spawn("vllm-router", argv)
+    fleet._stack.callback(process.stop)
+    url = f"http://{host}:{port}"
+    _wait_healthy(process, url, time.monotonic() + START_TIMEOUT)
+    return url
