@@ -221,9 +221,10 @@ def status_is(reply: Reply, expected: int, what: str) -> None:
 
 
 def stated_error(status: int | None, body: bytes) -> int | None:
-    """The error code a success states in its body (`{"error": {"code": 400, ...}}`), if any:
-    a rejection answered with the wrong HTTP status, which is ERR-002's to judge."""
-    if status is None or not 200 <= status < 300:
+    """The error code an answer states in its body (`{"error": {"code": 400, ...}}`) when it
+    is not the answer's HTTP status (a 200, or a router's 502, carrying an engine's 400): a
+    rejection answered with the wrong status, which is ERR-002's to judge."""
+    if status is None or status == 401:  # vLLM's 401 body is flat: AUTH-004's
         return None
     try:
         data = json.loads(body)
@@ -231,7 +232,7 @@ def stated_error(status: int | None, body: bytes) -> int | None:
         return None
     error = data.get("error") if isinstance(data, dict) else None
     code = error.get("code") if isinstance(error, dict) else None
-    return code if isinstance(code, int) and code >= 400 else None
+    return code if isinstance(code, int) and code >= 400 and code != status else None
 
 
 def answer_of(reply: Reply) -> str:

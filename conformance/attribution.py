@@ -12,6 +12,7 @@ router's by definition) is decided again against each engine directly, with the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from .requirements import Feature
@@ -19,9 +20,11 @@ from .results import Report, RequirementResult, Status
 from .session import SuiteConfig
 
 ROUTER, ENGINE, UNKNOWN = "router", "engine", "unknown"
+Decide = Callable[[SuiteConfig], Report]
+"""A run of the suite (`runner.run`), handed in: the runner calls this module."""
 
 
-def attribute(config: SuiteConfig, report: Report) -> Report:
+def attribute(config: SuiteConfig, report: Report, decide: Decide) -> Report:
     """`report` with every failure not yet attributed attributed (in place; returned)."""
     if not config.engines:
         return report
@@ -32,19 +35,19 @@ def attribute(config: SuiteConfig, report: Report) -> Report:
     asked = frozenset(r.requirement.id for r in open_ if not r.attribution)
     if not asked:
         return report
-    verdicts = [_decided(config, engine, asked) for engine in config.engines]
+    verdicts = [_decided(config, engine, asked, decide) for engine in config.engines]
     for result in open_:
         if not result.attribution:
             result.attribution = _whose(result, verdicts)
     return report
 
 
-def _decided(config: SuiteConfig, engine: str, asked: frozenset[str]) -> dict[str, Status]:
+def _decided(
+    config: SuiteConfig, engine: str, asked: frozenset[str], decide: Decide
+) -> dict[str, Status]:
     """What one engine, asked directly, says of the requirements that failed."""
-    from .runner import run  # the runner's report is built from this module's callers
-
     direct = replace(config, base_url=engine, engines=(), requirement_ids=asked, workers=1)
-    report = run(direct)
+    report = decide(direct)
     return {r.requirement.id: r.status for r in report.requirements if r.requirement.id in asked}
 
 

@@ -256,7 +256,7 @@ def run_fuzzed(config: SuiteConfig, examples: int) -> Report:
         return run(config)
     fuzzing = _Fuzzing(config, examples)
     report = run(config, beside=fuzzing)
-    return attribute(config, fuzzing.fold(report))  # the fuzz's own failures too
+    return attribute(config, fuzzing.fold(report), run)  # the fuzz's own failures too
 
 
 class _Fuzzing:

@@ -22,10 +22,18 @@ SCHEMA_OWNERS = {"GenerateResponse": "SCHEMA-GEN-001", "GenerateStreamPayload": 
 """The requirement that judges every received body of each schema (`checks/test_schema.py`)."""
 MAX_LEAVES = 50
 """Leaves read of a body a failed check read: enough that a field of its own is never missed."""
+PACED_GROUND = "ROUTER-008"
+"""Behind a router, what every check that acts on a stream in flight stands on: it is paced."""
 STREAM_GROUND = "STREAM-001"
 """What every check that reads a stream stands on: a readable SSE stream."""
+KEY_GROUND = "ROUTER-010"
+"""Behind a router, what every check that sent the key stands on: the key reaches the engine."""
+KEY_GROUND = "ROUTER-010"
+"""Behind a router, what every check that sent the key stands on: the key reaches the engine."""
 STATUS_GROUND = "ERR-002"
 """What every check that expects a rejection stands on: an error carries its status."""
+STATUS_JUDGES = frozenset({STATUS_GROUND, "ROUTER-009"})
+"""The requirements that judge an error's status themselves (never blocked on it)."""
 
 
 class Collector:
@@ -127,7 +135,27 @@ class Collector:
 
     def _ground(self, ids: tuple[str, ...]) -> str | None:
         """Why a failed check is blocked instead (None: its failure stands)."""
-        return self._status_ground(ids) or self._stream_ground(ids) or self._malformed_ground(ids)
+        return (
+            self._key_ground(ids)
+            or self._status_ground(ids)
+            or self._stream_ground(ids)
+            or self._malformed_ground(ids)
+        )
+
+    def _key_ground(self, ids: tuple[str, ...]) -> str | None:
+        """Behind a router, a failed check answered 401 although it sent the key, where the
+        router is shown to keep the key from the engines (ROUTER-010's probe), is blocked
+        naming ROUTER-010: one dropped header, one failure."""
+        s = self.session
+        if s is None or not s.features.engines or KEY_GROUND in ids:
+            return None
+        if s.selected is not None and KEY_GROUND not in s.selected:
+            return None
+        keyed = [e for e in s.client.log if e.status == 401 and "Authorization" in e.headers]
+        if not keyed:
+            return None
+        why = broken(s, KEY_GROUND)
+        return None if why is None else f"{BLOCKED_PREFIX} {why} ({KEY_GROUND})"
 
     def _status_ground(self, ids: tuple[str, ...]) -> str | None:
         """A failed check that was answered a success stating an error in its body (a 200
@@ -135,7 +163,7 @@ class Collector:
         generate (ERR-002's probe), is blocked naming ERR-002: the server rejected, and
         misstated the status, one defect for every rejection it makes."""
         s = self.session
-        if s is None or STATUS_GROUND in ids:
+        if s is None or set(ids) & STATUS_JUDGES:
             return None
         if s.selected is not None and STATUS_GROUND not in s.selected:
             return None
@@ -147,14 +175,20 @@ class Collector:
     def _stream_ground(self, ids: tuple[str, ...]) -> str | None:
         """A failed check that read a stream, where a minimal stream is no readable SSE at
         all (STREAM-001's probe), is blocked naming STREAM-001: a stream answered as JSON
-        fails that one requirement, not every check that reads streams."""
+        fails that one requirement, not every check that reads streams. Behind a router, one
+        that holds a stream back until it ends (ROUTER-008's probe) is named the same way: no
+        action lands in flight on a stream the client sees only whole."""
         s = self.session
-        if s is None or STREAM_GROUND in ids or not any(e.stream for e in s.client.log):
+        if s is None or not any(e.stream for e in s.client.log):
             return None
-        if s.selected is not None and STREAM_GROUND not in s.selected:
-            return None
-        why = broken(s, STREAM_GROUND)
-        return None if why is None else f"{BLOCKED_PREFIX} {why} ({STREAM_GROUND})"
+        grounds = [STREAM_GROUND, *([PACED_GROUND] if s.features.engines else [])]
+        for ground in grounds:
+            if ground in ids or (s.selected is not None and ground not in s.selected):
+                continue
+            why = broken(s, ground)
+            if why is not None:
+                return f"{BLOCKED_PREFIX} {why} ({ground})"
+        return None
 
     def _malformed_ground(self, ids: tuple[str, ...]) -> str | None:
         """When a failed check read an answer that breaks the spec's schema outside the fields

@@ -11,12 +11,17 @@ a probe that cannot run (an error, an unmet need) blocks nothing, and the check 
 
 from __future__ import annotations
 
+import json
+import math
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from . import api
+from .http import Client, is_event_stream
 from .registry import grounds_of
 from .requirements import all_requirements, by_id
 from .semantics import check_spans, choices_of, ids_of, over_max_logprobs
@@ -256,6 +261,19 @@ def _error_status(s: Session) -> str | None:
     return f"an invalid generate was answered HTTP {reply.status} with error.code {code}"
 
 
+def _key_passes(s: Session) -> str | None:
+    """Behind a router: the client's key reaches the engines on every guarded path (a router
+    that drops it locks the client out of aborts and renders: ROUTER-010's, not each check's)."""
+    for url in s.features.engines[:1]:
+        body: dict[str, list[str]] = {"request_ids": []}
+        if (
+            s.client.post(api.ABORT, body).status == 401
+            and s.direct(url).post(api.ABORT, body).status != 401
+        ):
+            return f"{api.ABORT} with the API key is a 401 through the router, not at {url}"
+    return None
+
+
 def _key_demanded(s: Session) -> str | None:
     reply = s.client.post(api.GENERATE, api.body(1), auth=False)
     return f"generate without the key answered {reply.status}" if reply.status != 401 else None
@@ -273,12 +291,82 @@ def _abort_route(s: Session) -> str | None:
     return f"POST {api.ABORT} answered {reply.status}" if reply.status in (404, 405) else None
 
 
+SPREAD_S = 0.3  # the least time between a direct stream's first chunk and its end worth judging
+BUFFERED = 0.25  # a routed stream spread over less than this share of the direct one is held
+
+
+@dataclass(frozen=True)
+class Pacing:
+    """A stream straight from an engine against the same through the router: `held` says how
+    the router held it back, `unknown` why that cannot be told (None: neither)."""
+
+    held: str | None = None
+    unknown: str | None = None
+
+
+def _timed(client: Client, body: dict[str, Any], deadline: float) -> tuple[float, float, int]:
+    """A stream's first token chunk and its end, in seconds from sending, and its tokens."""
+    started = time.monotonic()
+    first: float | None = None
+    tokens = 0
+    with client.stream(api.GENERATE, {**body, "stream": True}, deadline=deadline) as st:
+        if st.status != 200 or not is_event_stream(st.headers):
+            raise AssertionError(f"a stream from {client.base_url} answered {st.status}")
+        for data in st.events():
+            if data == "[DONE]":
+                break
+            chunk = json.loads(data)
+            count = sum(len(c.get("token_ids") or []) for c in choices_of(chunk))
+            tokens += count
+            if first is None and count:
+                first = time.monotonic() - started
+    ended = time.monotonic() - started
+    return (first if first is not None else ended), ended, tokens
+
+
+def stream_pacing(s: Session) -> Pacing:
+    """ROUTER-008's evidence (its check and its ground): a stream long enough to spread over
+    SPREAD_S straight from the first engine, then the same through the router."""
+
+    def measure() -> Pacing:
+        engine = s.direct(s.features.engines[0])
+        deadline = s.config.stream_deadline
+        first, end, tokens = _timed(engine, api.body(16, ignore_eos=True), deadline)
+        per_token = max(1e-5, (end - first) / max(1, tokens - 1))
+        room = s.limits.room(len(api.PROMPT)) or 4096
+        wanted = min(room, max(16, math.ceil(2 * SPREAD_S / per_token)))
+        body = api.body(wanted, ignore_eos=True)
+        first, end, _ = _timed(engine, body, deadline)
+        if end - first < SPREAD_S:
+            return Pacing(
+                unknown=f"a stream of {wanted} tokens straight from {engine.base_url} spreads "
+                f"over {(end - first) * 1000:.0f} ms, too little to tell a held stream"
+            )
+        r_first, r_end, _ = _timed(s.client, body, deadline)
+        if r_end - r_first < BUFFERED * (end - first):
+            return Pacing(
+                held=f"a stream of {wanted} tokens reached the client through the router all "
+                f"at once: first chunk at {r_first * 1000:.0f} ms, end at {r_end * 1000:.0f} "
+                f"ms; straight from the engine its chunks spread from {first * 1000:.0f} to "
+                f"{end * 1000:.0f} ms"
+            )
+        return Pacing()
+
+    return s.remember("foundation-pacing", measure)
+
+
+def _stream_paced(s: Session) -> str | None:
+    return stream_pacing(s).held if s.features.engines else None
+
+
 PROBES: dict[str, Probe] = {
     "choices-listed": _choices_listed,
     "usage-counts": usage_broken,
     "abort-route": _abort_route,
     "gated": _gated,
     "key-demanded": _key_demanded,
+    "key-passes": _key_passes,
+    "stream-paced": _stream_paced,
     "error-status": _error_status,
     "logprob-count": _logprob_count,
     "logprobs-limit": _logprobs_limit,

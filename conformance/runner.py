@@ -102,7 +102,7 @@ def run(config: SuiteConfig, beside: Beside | None = None) -> Report:
         session.close()
     error = "\n".join(e for e in errors if e)
     report = build(config, session, started_at, t0, outcomes, harness_error=error)
-    return attribute(config, report)  # behind a router: whose each failure is
+    return attribute(config, report, run)  # behind a router: whose each failure is
 
 
 @contextmanager

@@ -183,9 +183,12 @@ def router_argv(
     extra: Sequence[str] = (),
     log_level: str = "warning",
 ) -> list[str]:
-    """The router's command line: loopback, the engines as workers, `extra` last."""
+    """The router's command line: loopback, the engines as workers, `extra` last. Its metrics
+    port is a free one: it binds 127.0.0.1:29000 otherwise (whatever its --help says), and a
+    second router then panics at start."""
     argv = [str(binary), "--host", "127.0.0.1", "--port", str(port)]
     argv += ["--worker-urls", *engine_urls, "--policy", policy, "--log-level", log_level]
+    argv += ["--prometheus-port", str(free_port())]
     if api_key is not None:
         argv += ["--api-key", api_key]
     return [*argv, *extra]

@@ -111,6 +111,7 @@ def test_json_report_validates(tmp_path: Path) -> None:
         "status",
         "reason",
         "skip_kind",
+        "attribution",
         "checks",
     }
     json_report.validate(json_report.document([report, report]))

@@ -31,6 +31,7 @@ from conformance.requirements import (
     by_id,
 )
 from mock_server.defects import DEFECTS
+from mock_server.router.policy import ROUTER_DEFECTS
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +52,8 @@ def test_every_must_has_a_way_to_fail(matrix: coverage.Coverage) -> None:
 def test_defect_column_reads_the_mock_catalogue(matrix: coverage.Coverage) -> None:
     """Through the entry point, not an import: a requirement a defect names counts it."""
     pairs = coverage.defect_counts()
-    assert pairs == (Counter(r for d in DEFECTS.values() for r in set(d.requirements)), [])
+    catalogues = [*DEFECTS.values(), *ROUTER_DEFECTS.values()]  # the mock's and its router's
+    assert pairs == (Counter(r for d in catalogues for r in set(d.requirements)), [])
     row = {r.id: r for r in matrix.rows}["GEN-RESP-003"]
     assert "GEN-RESP-003" in DEFECTS["usage-miscount"].requirements
     assert row.counts["defect"] >= 1
@@ -116,6 +118,7 @@ def test_requirements_and_the_defect_catalogue_agree() -> None:
     catalogue names the requirements each defect breaks; neither may drift from the other."""
     declared = {(d, r.id) for r in all_requirements() for d in r.defects}
     catalogue = {(d.name, rid) for d in DEFECTS.values() for rid in d.requirements}
+    catalogue |= {(d.name, rid) for d in ROUTER_DEFECTS.values() for rid in d.requirements}
     assert declared == catalogue
 
 

@@ -110,7 +110,7 @@ REQUIREMENTS = [
         "disconnecting a stream aborts the request (where the engines' state can be read)",
         source=Source.VLLM,
         evidence="vllm-source-notes §1.1 (with_cancellation)",
-        needs=("engine-state",),
+        needs=("generate", "engine-state"),
         defects=("disconnect-no-abort",),
     ),
     Requirement(
@@ -122,7 +122,7 @@ REQUIREMENTS = [
         "can be read)",
         source=Source.VLLM,
         evidence="vLLM 0.32 token_in_token_out/api_router.py: generate is @with_cancellation",
-        needs=("engine-state",),
+        needs=("generate", "engine-state"),
         defects=("disconnect-whole-no-abort",),
     ),
 ]

@@ -99,7 +99,7 @@ REQUIREMENTS = [
         "the router passes the engine's output_mode echo through, in bodies and chunks",
         source=Source.DERIVED,
         evidence="clients tell token-only from text answers by the echo",
-        needs=(*ROUTED, "output-mode-echo"),
+        needs=ROUTED,
         defects=("echo-dropped",),
     ),
     Requirement(
@@ -113,6 +113,7 @@ REQUIREMENTS = [
         source=Source.DERIVED,
         evidence="a router that buffers a stream turns it into a slow non-streamed answer",
         needs=ROUTED,
+        ground="stream-paced",
         defects=("stream-buffered",),
     ),
     Requirement(
@@ -134,11 +135,13 @@ REQUIREMENTS = [
         F,
         "It is registered wherever /inference/v1/generate is and requires the API key when "
         "--api-key is set, like /inference/v1/generate.",
-        "through the router, every guarded path still requires the engines' API key",
+        "through the router, every guarded path still requires the engines' API key, and "
+        "lets the key through",
         source=Source.DERIVED,
         evidence="a router that sends its own key upstream opens the engines to anyone",
         needs=(*ROUTED, "api-key"),
-        defects=("key-bypassed",),
+        ground="key-passes",
+        defects=("key-bypassed", "key-dropped"),
     ),
     Requirement(
         "ROUTER-011",
