@@ -77,6 +77,7 @@ class ServerInfo:
     limits: dict[str, Any] = field(default_factory=dict)
     limits_text: str = ""
     engines: list[str] = field(default_factory=list)  # behind base_url (a router), if known
+    router: str | None = None  # the router at base_url, by name and version, where known
 
 
 @dataclass

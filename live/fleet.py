@@ -68,6 +68,7 @@ def run_fleet(backend: Backend, profiles: list[LiveProfile], args: argparse.Name
         )
         started = time.monotonic()
         report = _deployment(backend, profile, args, binary, out)
+        report.server.router = f"{PACKAGE} {version}"
         timings[profile.name] = round(time.monotonic() - started, 2)
         json_report.write([report], out / f"report-{profile.name}.json")
         print(terminal.render([report], verbose=args.verbose), flush=True)

@@ -112,7 +112,7 @@ def _server(index: int, column: Column) -> str:
     s = column.summary
     facts = [
         ("base URL", column.base_url),
-        ("server version", column.version or "unknown"),
+        ("server", column.server),
         ("profile", column.profile or "—"),
         ("detected", ", ".join(column.detected_features) or "nothing"),
         ("claimed", ", ".join(column.claimed_features) or "nothing"),

@@ -33,6 +33,7 @@ def to_dict(report: Report) -> dict[str, Any]:
             "claimed_features": list(report.server.claimed_features),
             "limits": dict(report.server.limits),
             "engines": list(report.server.engines),
+            "router": report.server.router,
         },
         "started_at": report.started_at,
         "duration_s": report.duration_s,

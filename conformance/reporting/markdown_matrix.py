@@ -86,7 +86,7 @@ def _server(index: int, column: Column) -> list[str]:
         f"{k} {text(limit_text(k, column.limits[k]))}" for k in LIMIT_KEYS if k in column.limits
     )
     lines += [
-        f"- base URL: {text(column.base_url)}; server version: {text(column.version or 'unknown')}"
+        f"- base URL: {text(column.base_url)}; server: {text(column.server)}"
         + (f"; profile: {text(column.profile)}" if column.profile else ""),
         f"- detected: {text(', '.join(column.detected_features) or 'nothing')}; "
         f"claimed: {text(', '.join(column.claimed_features) or 'nothing')}",

@@ -86,6 +86,16 @@ class Column:
     started_at: str
     duration_s: float
     differences: tuple[Difference, ...] | None  # None: the report has no `differences` field
+    router: str = ""  # the router in front of `engines` engines ("": one server)
+    engines: int = 0
+
+    @property
+    def server(self) -> str:
+        """Who answered: the server's version, or a router over its engines."""
+        version = self.version or "unknown"
+        if not self.engines:
+            return version
+        return f"{self.router or 'a router'} over {self.engines} engines (vLLM {version})"
 
     @property
     def label(self) -> str:
@@ -198,6 +208,8 @@ def _column(source: str, profile: str, report: Mapping[str, Any]) -> Column:
         profile=profile,
         base_url=str(server["base_url"]),
         version=str(server.get("version") or ""),
+        router=str(server.get("router") or ""),
+        engines=len(server.get("engines") or ()),
         detected_features=tuple(str(f) for f in server.get("detected_features", ())),
         claimed_features=tuple(str(f) for f in server.get("claimed_features", ())),
         limits={k: limits.get(k) for k in LIMIT_KEYS if k in limits},
