@@ -156,13 +156,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _releases(args, profiles)
     backend = backend_from(args)
     if args.print_argv:
-        for profile in profiles:
-            print(f"{profile.name}: {' '.join(backend.argv(profile, 0))}")
-        return 0
+        return _print_argv(backend, profiles)
     # Deferred: the orchestration imports pytest and the suite; `--print-argv` needs neither.
     from .orchestrate import run_all
 
     return run_all(backend, profiles, args)
+
+
+def _print_argv(backend: Backend, profiles: list[LiveProfile], each: str = "") -> int:
+    for profile in profiles:
+        print(f"{profile.name}{each}: {' '.join(backend.argv(profile, 0))}")
+    return 0
 
 
 def _fleet(args: argparse.Namespace, profiles: list[LiveProfile]) -> int:
@@ -179,9 +183,7 @@ def _fleet(args: argparse.Namespace, profiles: list[LiveProfile]) -> int:
         return 2
     backend = backend_from(args)
     if args.print_argv:
-        for profile in profiles:
-            print(f"{profile.name} (x{args.engines}): {' '.join(backend.argv(profile, 0))}")
-        return 0
+        return _print_argv(backend, profiles, f" (x{args.engines})")
     from .fleet import run_fleet
 
     return run_fleet(backend, profiles, args)

@@ -19,7 +19,6 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
-from conformance.http import Timeouts
 from conformance.reporting import json_report, terminal
 from conformance.results import Report
 from conformance.runner import report_from
@@ -27,7 +26,8 @@ from conformance.session import SuiteConfig
 
 from . import deviations
 from .artifacts import write_json
-from .launcher import LiveServer, ServerStartError, free_port, install_signal_handlers
+from .launcher import ServerStartError, install_signal_handlers
+from .orchestrate import live_server, suite_config
 from .profiles import Backend, LiveProfile
 from .router import DEFAULT_VERSION, PACKAGE, router_env, start_router
 
@@ -88,32 +88,12 @@ def _deployment(
     backend: Backend, profile: LiveProfile, args: argparse.Namespace, binary: Path, out: Path
 ) -> Report:
     """Start the engines and the router, run the suite through it, stop everything."""
-    engines = []
-    for number in range(args.engines):
-        port = free_port()
-        engines.append(
-            LiveServer(
-                backend.argv(profile, port),
-                port,
-                env=backend.env(profile),
-                start_deadline_s=args.start_deadline,
-                renice_engine=backend.renice_engine,
-                api_key=profile.api_key,
-                log_path=out / f"server-{profile.name}-engine{number}.log",
-            )
-        )
+    engines = [
+        live_server(backend, profile, args, out / f"server-{profile.name}-engine{n}.log")
+        for n in range(args.engines)
+    ]
     urls = tuple(engine.base_url for engine in engines)
-    config = SuiteConfig(
-        base_url="http://127.0.0.1",  # the router's, once it is up
-        api_key=profile.api_key,
-        expect=profile.claims,
-        timeout=args.timeout,
-        stream_deadline=Timeouts(args.timeout, stream=args.stream_deadline).stream,
-        deadline_s=args.deadline,
-        profile=profile.name,
-        workers=1,
-        engines=urls,
-    )
+    config = suite_config(profile, args, "http://127.0.0.1", urls)  # the router's, once up
     with ExitStack() as stack:
         try:
             with ThreadPoolExecutor(len(engines)) as pool:  # engines start side by side

@@ -39,28 +39,8 @@ def run_profile(
 ) -> LiveRun:
     """Suite, then (optionally) the mock diff and the fuzzer, on one server start."""
     out: Path = args.out
-    port = free_port()
-    server = LiveServer(
-        backend.argv(profile, port),
-        port,
-        env=backend.env(profile),
-        start_deadline_s=args.start_deadline,
-        renice_engine=backend.renice_engine,
-        api_key=profile.api_key,
-        log_path=out / f"server-{profile.name}.log",
-    )
-    config = SuiteConfig(
-        base_url=server.base_url,
-        api_key=profile.api_key,
-        expect=profile.claims,
-        timeout=args.timeout,
-        stream_deadline=Timeouts(args.timeout, stream=args.stream_deadline).stream,
-        deadline_s=args.deadline,
-        profile=profile.name,
-        # One session, as the known deviations were recorded (`run --workers` side by side
-        # against a real vLLM on two CPU cores is untried in CI).
-        workers=1,
-    )
+    server = live_server(backend, profile, args, out / f"server-{profile.name}.log")
+    config = suite_config(profile, args, server.base_url)
     t0 = time.monotonic()
     progress = Progress(f"   [{profile.name}] ")
     try:
@@ -102,6 +82,41 @@ def run_profile(
         "restarts": server.restarts,
     }
     return run
+
+
+def live_server(
+    backend: Backend, profile: LiveProfile, args: argparse.Namespace, log: Path
+) -> LiveServer:
+    """One server of `backend` in `profile` on a free port, not started yet."""
+    port = free_port()
+    return LiveServer(
+        backend.argv(profile, port),
+        port,
+        env=backend.env(profile),
+        start_deadline_s=args.start_deadline,
+        renice_engine=backend.renice_engine,
+        api_key=profile.api_key,
+        log_path=log,
+    )
+
+
+def suite_config(
+    profile: LiveProfile, args: argparse.Namespace, base_url: str, engines: tuple[str, ...] = ()
+) -> SuiteConfig:
+    """The suite's configuration for a live server (or a router over `engines`)."""
+    return SuiteConfig(
+        base_url=base_url,
+        api_key=profile.api_key,
+        expect=profile.claims,
+        timeout=args.timeout,
+        stream_deadline=Timeouts(args.timeout, stream=args.stream_deadline).stream,
+        deadline_s=args.deadline,
+        profile=profile.name,
+        # One session, as the known deviations were recorded (`run --workers` side by side
+        # against a real vLLM on two CPU cores is untried in CI).
+        workers=1,
+        engines=engines,
+    )
 
 
 @dataclass

@@ -21,7 +21,6 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Self
 
 from conformance.server_process import ServerProcess, ServerStartError, free_port
@@ -163,15 +162,7 @@ class RouterProcess(ServerProcess):
         return self.base_url
 
     def __enter__(self) -> Self:
-        return self if self.alive else self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+        return self if self.alive else self.start()  # `start_router` has started it
 
 
 def router_argv(

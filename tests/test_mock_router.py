@@ -118,7 +118,10 @@ def test_a_stream_reaches_the_client_while_the_engine_still_runs_it(engines: lis
         assert finish_reason(stream) == "length"
 
 
-def test_an_abort_through_the_router_ends_streams_on_every_engine(engines: list[str]) -> None:
+@pytest.mark.parametrize("path", [ABORT, "/abort_requests"])
+def test_an_abort_through_the_router_ends_streams_on_every_engine(
+    engines: list[str], path: str
+) -> None:
     with routed(engines) as client, ExitStack() as stack:
         opened = [
             stack.enter_context(client.stream("POST", GENERATE, json=body(200, stream=True)))
@@ -127,19 +130,7 @@ def test_an_abort_through_the_router_ends_streams_on_every_engine(engines: list[
         streams = [events(r) for r in opened]
         ids = [next(s)["request_id"] for s in streams]
         assert [s["in_flight"] for s in stats(engines)] == [1, 1]
-        assert client.post(ABORT, json={"request_ids": ids}).status_code == 200
-        assert [finish_reason(s) for s in streams] == ["abort", "abort"]
-
-
-def test_the_legacy_abort_reaches_every_engine_too(engines: list[str]) -> None:
-    with routed(engines) as client, ExitStack() as stack:
-        opened = [
-            stack.enter_context(client.stream("POST", GENERATE, json=body(200, stream=True)))
-            for _ in "ab"
-        ]
-        streams = [events(r) for r in opened]
-        ids = [next(s)["request_id"] for s in streams]
-        assert client.post("/abort_requests", json={"request_ids": ids}).status_code == 200
+        assert client.post(path, json={"request_ids": ids}).status_code == 200
         assert [finish_reason(s) for s in streams] == ["abort", "abort"]
 
 
@@ -229,6 +220,7 @@ def test_every_defect_has_a_test_here() -> None:
         "error-502",
         "error-body-plain",
         "key-bypassed",
+        "key-dropped",
         "weight-update-one-engine",
     }
     assert set(ROUTER_DEFECTS) == tested
@@ -321,6 +313,15 @@ def test_error_body_plain(engines: list[str]) -> None:
 def test_key_bypassed(keyed_engines: list[str], defect: str | None, status: int) -> None:
     with routed(keyed_engines, defect, key=KEY) as client:
         assert client.post(GENERATE, json=body()).status_code == status  # the client sent none
+
+
+@pytest.mark.parametrize(("defect", "status"), [(None, 200), ("key-dropped", 401)])
+def test_key_dropped(keyed_engines: list[str], defect: str | None, status: int) -> None:
+    keyed = {"Authorization": f"Bearer {KEY}"}
+    with routed(keyed_engines, defect) as client:
+        assert client.post(GENERATE, json=body(), headers=keyed).status_code == 200
+        abort = client.post(ABORT, json={"request_ids": []}, headers=keyed)
+        assert abort.status_code == status  # the key reached the engine on generate only
 
 
 def test_weight_update_one_engine(engines: list[str]) -> None:
