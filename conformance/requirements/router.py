@@ -118,14 +118,15 @@ REQUIREMENTS = [
     ),
     Requirement(
         "ROUTER-009",
-        SHOULD,
+        MUST,
         F,
         "A missing request_ids returns a 400.",
         "an engine's error answer passes through unchanged: its status and vLLM's error body, "
         "never a 502 or plain text for an engine's 400",
         source=Source.DERIVED,
-        evidence="clients branch on the status and read error.message; vllm-router answers "
-        "its own 415/422 in plain text (routers.md)",
+        evidence="the quoted 400 is the document's, for every server: a router that turns it "
+        "into a 502 or plain text breaks it; clients branch on the status and read "
+        "error.message",
         needs=ROUTED,
         defects=("error-502", "error-body-plain"),
     ),
