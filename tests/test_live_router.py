@@ -7,6 +7,7 @@ skipped only when that install fails, with the reason. Each engine answers its o
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -69,3 +70,22 @@ def test_a_router_that_cannot_start_says_why_with_its_log(binary: Path) -> None:
     with pytest.raises(ServerStartError) as caught:
         start_router(binary, ["http://127.0.0.1:1"], extra=["--no-such-flag"])
     assert "log tail" in str(caught.value) and "--no-such-flag" in str(caught.value)
+
+
+def test_a_deployment_over_mocks_names_the_router(binary: Path, tmp_path: Path) -> None:
+    """`live --router` over two correct mocks: the misrouted abort is reported, every failure
+    is attributed to the router, and the gate holds exactly the router's listed deviations."""
+    from live.cli import main
+    from live.router import DEFAULT_VERSION
+
+    version = os.environ.get("TITO_ROUTER_VERSION") or DEFAULT_VERSION
+    argv = ["--backend", "mock", "--router", f"vllm-router=={version}", "--engines", "2"]
+    code = main([*argv, "--profile", "scale-out", "--out", str(tmp_path)])
+    data = json.loads((tmp_path / "report-scale-out.json").read_text())
+    report = data["profiles"]["scale-out"] if "profiles" in data else data
+    failed = {r["id"]: r["attribution"] for r in report["requirements"] if r["status"] == "fail"}
+    assert failed.get("ROUTER-001") == "router" and failed.get("ABORT-002") == "router", failed
+    assert set(failed.values()) == {"router"}, failed
+    assert report["server"]["router"] == f"vllm-router {version}"
+    assert len(report["server"]["engines"]) == 2
+    assert code == 0, (tmp_path / "gate.txt").read_text()
