@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Unpack
 
 import httpx
 
 from .bounded import AsyncStream, Reply, aread_bounded
 from .outgoing import Outgoing
-from .sender import MISSING, Sender
+from .sender import MISSING, Opened, Sender, Timed
 
 
 class AsyncClient(Sender):
@@ -38,18 +38,11 @@ class AsyncClient(Sender):
         await self.aclose()
 
     async def request(
-        self,
-        method: str,
-        path: str,
-        body: Any = MISSING,
-        *,
-        content: bytes | None = None,
-        headers: dict[str, str] | None = None,
-        auth: bool = True,
-        timeout: float | None = None,
+        self, method: str, path: str, body: Any = MISSING, **how: Unpack[Timed]
     ) -> Reply:
         """`Client.request`, awaited."""
-        exchange = self._prepare(method, path, body, content, headers, auth, stream=False)
+        timeout = how.get("timeout")
+        exchange = self._prepare(method, path, body, False, how)
         out = Outgoing(self, exchange, f"{method} {path}", timeout or self.timeout, body)
         with out.answered():
             async with self._http.stream(**out.args(self.timeouts.for_httpx(out.limit))) as answer:
@@ -61,19 +54,12 @@ class AsyncClient(Sender):
 
     @asynccontextmanager
     async def stream(
-        self,
-        method: str,
-        path: str,
-        body: Any = MISSING,
-        *,
-        content: bytes | None = None,
-        headers: dict[str, str] | None = None,
-        auth: bool = True,
-        deadline: float | None = None,
+        self, method: str, path: str, body: Any = MISSING, **how: Unpack[Opened]
     ) -> AsyncIterator[AsyncStream]:
         """Send and keep the answer open: its `chunks()` or `events()` are read as they come,
         bounded by `deadline` (default: the stream budget) and the size cap."""
-        exchange = self._prepare(method, path, body, content, headers, auth, stream=True)
+        deadline = how.get("deadline")
+        exchange = self._prepare(method, path, body, True, how)
         what = f"{method} {path} (stream)"
         out = Outgoing(self, exchange, what, deadline or self.stream_deadline, body)
         with out.opened():

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Unpack
 
 import httpx
 
@@ -33,7 +33,9 @@ from .sender import (
     IN_PROCESS_URL,
     MISSING,
     UNRESPONSIVE_AFTER,
+    Opened,
     Sender,
+    Timed,
     auth_header,
 )
 from .sse import is_event_stream, sse_data, sse_events
@@ -82,20 +84,11 @@ class Client(Sender):
         self._http.close()
         self._stack.close()
 
-    def request(
-        self,
-        method: str,
-        path: str,
-        body: Any = MISSING,
-        *,
-        content: bytes | None = None,
-        headers: dict[str, str] | None = None,
-        auth: bool = True,
-        timeout: float | None = None,
-    ) -> Reply:
+    def request(self, method: str, path: str, body: Any = MISSING, **how: Unpack[Timed]) -> Reply:
         """Send one request and read its whole (bounded) answer. `path` may be a whole URL;
         `content` and `headers` go out as given (a raw request), `body` as JSON."""
-        exchange = self._prepare(method, path, body, content, headers, auth, stream=False)
+        timeout = how.get("timeout")
+        exchange = self._prepare(method, path, body, False, how)
         out = Outgoing(self, exchange, f"{method} {path}", timeout or self.timeout, body)
         with (
             out.answered(),
@@ -112,21 +105,14 @@ class Client(Sender):
 
     @contextmanager
     def stream(
-        self,
-        path: str,
-        body: Any = MISSING,
-        *,
-        method: str = "POST",
-        content: bytes | None = None,
-        headers: dict[str, str] | None = None,
-        auth: bool = True,
-        deadline: float | None = None,
+        self, path: str, body: Any = MISSING, *, method: str = "POST", **how: Unpack[Opened]
     ) -> Iterator[Stream]:
         """Send and keep the answer open; the caller reads events (or raw chunks) as they
         come. A JSON `body` asks for SSE; raw `content` and `headers` go out as given."""
-        wanted = {"Accept": "text/event-stream"} if content is None else {}
-        wanted.update(headers or {})
-        exchange = self._prepare(method, path, body, content, wanted, auth, stream=True)
+        deadline = how.get("deadline")
+        wanted = {"Accept": "text/event-stream"} if how.get("content") is None else {}
+        how["headers"] = wanted | (how.get("headers") or {})
+        exchange = self._prepare(method, path, body, True, how)
         what = f"{method} {path} (stream)"
         out = Outgoing(self, exchange, what, deadline or self.stream_deadline, body)
         with out.opened(), self._http.stream(**out.args()) as response:

@@ -8,7 +8,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 import httpx
 
@@ -41,6 +41,27 @@ def _latin1(text: str) -> bytes:
         return text.encode("latin-1")
     except UnicodeEncodeError:
         return text.encode("utf-8")
+
+
+class Raw(TypedDict, total=False):
+    """How a request goes out beside its JSON body, for both clients: raw `content` and
+    `headers` as given, and `auth` (default True) adds the API key."""
+
+    content: bytes | None
+    headers: dict[str, str] | None
+    auth: bool
+
+
+class Timed(Raw, total=False):
+    """A whole request: `timeout` bounds it (default: the client's)."""
+
+    timeout: float | None
+
+
+class Opened(Raw, total=False):
+    """A stream: `deadline` bounds it (default: the client's stream budget)."""
+
+    deadline: float | None
 
 
 class Sender:
@@ -88,16 +109,7 @@ class Sender:
     def _limits(self) -> httpx.Limits:
         return httpx.Limits(max_connections=32)
 
-    def _prepare(
-        self,
-        method: str,
-        path: str,
-        body: Any,
-        content: bytes | None,
-        headers: dict[str, str] | None,
-        auth: bool,
-        stream: bool,
-    ) -> Exchange:
+    def _prepare(self, method: str, path: str, body: Any, stream: bool, how: Raw) -> Exchange:
         if self.stop_after is not None and self._timeouts >= self.stop_after:
             raise ServerBroke(
                 f"the server stopped answering ({self._timeouts} consecutive timeouts of "
@@ -105,12 +117,13 @@ class Sender:
                 True,
             )
         sent: dict[str, str] = {}
+        content = how.get("content")
         if body is not MISSING:
             content = dumps(body)
             sent["Content-Type"] = "application/json"
-        if auth:
+        if how.get("auth", True):
             sent.update(auth_header(self.api_key))
-        sent.update(headers or {})
+        sent.update(how.get("headers") or {})
         url = path if "://" in path else self.base_url + path
         exchange = Exchange(method, url, sent, content, stream=stream)
         if self.keep_log:
