@@ -65,7 +65,10 @@ def render(matrix: Matrix) -> str:
 
 
 def _cell(cell: Cell) -> str:
-    return CELL_WORDS.get(cell.status, text(cell.label))
+    word = CELL_WORDS.get(cell.status, text(cell.label))
+    return (
+        f"{word} ({cell.attribution})" if cell.attribution and cell.status in CELL_WORDS else word
+    )
 
 
 def _server(index: int, column: Column) -> list[str]:

@@ -50,12 +50,16 @@ class Cell:
     reason: str = ""
     skip_kind: str = ""
     checks: tuple[CheckEvidence, ...] = ()
+    attribution: str = ""  # behind a router: whose failure ("router", "engine", "unknown")
 
     @property
     def label(self) -> str:
-        """The word shown in the cell: `skip` carries its kind (`skip: limit`)."""
+        """The word shown in the cell: `skip` carries its kind (`skip: limit`), a failure
+        behind a router whose it is (`fail: router`)."""
         if self.status == "skip" and self.skip_kind:
             return f"skip: {self.skip_kind}"
+        if self.attribution and self.status in ("fail", "warn"):
+            return f"{self.status}: {self.attribution}"
         return "—" if self.status == "none" else self.status
 
     @property
@@ -185,6 +189,7 @@ def _cell(result: Mapping[str, Any] | None) -> Cell:
         reason=str(result.get("reason", "")),
         skip_kind=str(result.get("skip_kind") or ""),
         checks=checks,
+        attribution=str(result.get("attribution") or ""),
     )
 
 
