@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from conformance.http import DEFAULT_TIMEOUT_S
+from conformance.server_process import ServerProcess
 from mock_server.releases import RELEASES
 
 from .launcher import LiveServer, ServerStartError, free_port
@@ -164,7 +165,7 @@ class DiffResult:
         return self.status in ("same", "listed")
 
 
-def _is_mock(server: LiveServer) -> bool:
+def _is_mock(server: ServerProcess) -> bool:
     """The list is about vLLM: a mock standing in for the real server must match outright."""
     argv = list(server.argv)
     if argv and is_standin(argv[0]):  # `vllm serve` answered by the mock (live/standin)
@@ -173,7 +174,7 @@ def _is_mock(server: LiveServer) -> bool:
 
 
 def diff_against_mock(
-    real: LiveServer,
+    real: ServerProcess,
     profile: LiveProfile,
     out: Path,
     timeout_s: float = 900.0,

@@ -22,10 +22,12 @@ from pathlib import Path
 from conformance.reporting import json_report, terminal
 from conformance.results import Report, Status
 from conformance.runner import report_from
+from conformance.server_process import ServerProcess
 from conformance.session import SuiteConfig
 
 from . import deviations
 from .artifacts import write_json
+from .fidelity import diff_against_mock
 from .launcher import ServerStartError, install_signal_handlers
 from .orchestrate import live_server, suite_config
 from .profiles import Backend, LiveProfile
@@ -118,7 +120,47 @@ def _deployment(
             report: Report = report_from(config, None, [])
             report.harness_error = f"the deployment did not start: {exc}"
             return report
-        return _suite(replace(config, base_url=router.url), args)
+        report = _suite(replace(config, base_url=router.url), args)
+        if args.diff:
+            said = _diff(router, engines[0], profile, out, report.server.version, args)
+            (out / f"diff-{profile.name}.txt").write_text(said + "\n", encoding="utf-8")
+            print(said, flush=True)
+        return report
+
+
+def _diff(
+    router: ServerProcess,
+    engine: ServerProcess,
+    profile: LiveProfile,
+    out: Path,
+    version: str | None,
+    args: argparse.Namespace,
+) -> str:
+    """The mock diff of the deployment, attributed: the same corpus through the router and
+    straight to its first engine, each against a mock of the profile; a difference only the
+    router's answers show is the router's."""
+    found = []
+    for name, server in (("router", router), ("engine", engine)):
+        where = out / f"diff-{name}"
+        where.mkdir(parents=True, exist_ok=True)
+        result = diff_against_mock(
+            server,
+            profile,
+            where,
+            intended=[],
+            vllm_version=version,
+            request_timeout_s=args.timeout,
+        )
+        found.append(set(result.verdict.unlisted) if result.verdict else None)
+    routed, direct = found
+    if routed is None or direct is None:
+        return f"fidelity diff [{profile.name}] through the router: error (see {out}/diff-*/)"
+    own = sorted(routed - direct)
+    lines = [
+        f"fidelity diff [{profile.name}] through the router: {len(routed)} differences from "
+        f"the mock, {len(direct)} straight to an engine; the router's own: {len(own)}"
+    ]
+    return "\n".join([*lines, *(f"  ROUTER {d}" for d in own)])
 
 
 def _suite(config: SuiteConfig, args: argparse.Namespace) -> Report:
