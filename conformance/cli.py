@@ -32,6 +32,7 @@ COMMAND_HELP = {
     "fuzz": "schemathesis fuzzing of the spec against a server",
     "live": "start a real vLLM per profile and run the suite against it",
     "diff": "compare two servers' answers (e.g. the mock against a real vLLM)",
+    "drift": "how vLLM releases' TITO surface differs from the spec (read from their wheels)",
 }
 
 
@@ -66,6 +67,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--expect", default="", help="comma-separated claimed features (see `features`)"
+    )
+    run.add_argument(
+        "--product",
+        type=Path,
+        metavar="FILE",
+        help="YAML or JSON naming the server under test (name, version, url, contact, "
+        "deployment); recorded in the JSON report and shown by `report`",
     )
     run.add_argument("--json-report", type=Path, metavar="PATH")
     run.add_argument("--junit-xml", type=Path, metavar="PATH")
@@ -195,7 +203,10 @@ def _run(args: argparse.Namespace) -> int:
     expect = frozenset(f.strip() for f in args.expect.split(",") if f.strip())
     wanted = frozenset(args.requirement) or None
     try:
+        from .product import load as load_product
         from .requirements import by_id
+
+        product = load_product(args.product) if args.product else None
 
         unknown = sorted((wanted or set()) - set(by_id()))
         if unknown:
@@ -236,6 +247,8 @@ def _run(args: argparse.Namespace) -> int:
     except RuntimeError as exc:  # the embedded server could not start
         print(f"tito-conformance: error: {exc}", file=sys.stderr)
         return 2
+    for report in reports:
+        report.product = product
     print(terminal.render(reports, verbose=args.verbose))
     if args.json_report:
         json_report.write(reports, args.json_report)

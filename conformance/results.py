@@ -107,6 +107,7 @@ class Report:
     duration_s: float
     requirements: list[RequirementResult]
     harness_error: str = ""
+    product: dict[str, str] | None = None  # what the vendor calls it (`run --product FILE`)
     learned: Any = field(default=None, repr=False, compare=False)
     """(Features, Limits) the probe learned, so what runs after the checks (the folded-in
     fuzz) judges by the same knowledge instead of probing again; the report shows them as

@@ -100,6 +100,7 @@ def test_json_report_validates(tmp_path: Path) -> None:
         "started_at",
         "duration_s",
         "summary",
+        "level",
         "differences",
         "requirements",
     }

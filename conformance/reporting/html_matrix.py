@@ -111,6 +111,8 @@ def _server(index: int, column: Column) -> str:
     """A server's section: what it does differently first, then who it is and its limits."""
     s = column.summary
     facts = [
+        *([("product", column.product_text)] if column.product else []),
+        ("level", column.level_text),
         ("base URL", column.base_url),
         ("server", column.server),
         ("profile", column.profile or "—"),

@@ -11,14 +11,16 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from ..levels import level_of
 from ..results import Report, RequirementResult
 
 SCHEMA_FILE = "report.schema.json"
 
 
 def to_dict(report: Report) -> dict[str, Any]:
-    """Exactly the documented fields, nothing else."""
+    """Exactly the documented fields, nothing else (`product` only when the run was given one)."""
     s = report.summary
+    product = {"product": dict(report.product)} if report.product else {}
     return {
         "suite": {
             "name": report.suite_name,
@@ -35,6 +37,7 @@ def to_dict(report: Report) -> dict[str, Any]:
             "engines": list(report.server.engines),
             "router": report.server.router,
         },
+        **product,
         "started_at": report.started_at,
         "duration_s": report.duration_s,
         "summary": {
@@ -46,6 +49,7 @@ def to_dict(report: Report) -> dict[str, Any]:
             "skipped_for_limits": s.skipped_for_limits,
             "incomplete": s.incomplete,
         },
+        "level": level_of(report),
         "differences": [asdict(d) for d in report.differences()],
         "requirements": [_requirement(r, report.harness_error) for r in report.requirements],
     }

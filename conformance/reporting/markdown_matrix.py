@@ -88,7 +88,10 @@ def _server(index: int, column: Column) -> list[str]:
     limits = "; ".join(
         f"{k} {text(limit_text(k, column.limits[k]))}" for k in LIMIT_KEYS if k in column.limits
     )
+    if column.product:
+        lines.append(f"- product: {text(column.product_text)}")
     lines += [
+        f"- level: {text(column.level_text)}",
         f"- base URL: {text(column.base_url)}; server: {text(column.server)}"
         + (f"; profile: {text(column.profile)}" if column.profile else ""),
         f"- detected: {text(', '.join(column.detected_features) or 'nothing')}; "

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..levels import describe
+from ..product import product_text
 from ..requirements import Feature, by_id
 
 # What a cell can say. `warn` is a failed SHOULD/MAY (it does not fail a run); `none`: the
@@ -92,6 +94,17 @@ class Column:
     differences: tuple[Difference, ...] | None  # None: the report has no `differences` field
     router: str = ""  # the router in front of `engines` engines ("": one server)
     engines: int = 0
+    level: Mapping[str, Any] | None = None  # the report's `level` (None: an older report)
+    product: Mapping[str, str] | None = None  # what the vendor calls it (`run --product`)
+
+    @property
+    def level_text(self) -> str:
+        """The level reached, on one line (`levels.describe`)."""
+        return describe(self.level) if self.level else "not reported (an older kit)"
+
+    @property
+    def product_text(self) -> str:
+        return product_text(self.product) if self.product else ""
 
     @property
     def server(self) -> str:
@@ -223,6 +236,10 @@ def _column(source: str, profile: str, report: Mapping[str, Any]) -> Column:
         started_at=str(report["started_at"]),
         duration_s=float(report["duration_s"]),
         differences=differences,
+        level=report.get("level"),
+        product={str(k): str(v) for k, v in report["product"].items()}
+        if report.get("product")
+        else None,
     )
 
 

@@ -1,8 +1,9 @@
-"""`tito-conformance report A.json B.json ... --html PATH [--markdown PATH]`.
+"""`tito-conformance report A.json B.json DIR ... --html PATH [--markdown PATH] [--badge PATH]`.
 
 Renders reports that were already written; it judges nothing, so it exits 0 whatever the
 reports say (the verdict is `tito-conformance run`'s exit code) and 2 when it cannot do its job:
-no output asked for, a report that cannot be read or is not a report, an output not writable.
+no output asked for, a report that cannot be read or is not a report, a folder without
+reports, an output not writable.
 """
 
 from __future__ import annotations
@@ -14,30 +15,58 @@ from pathlib import Path
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "reports", nargs="+", type=Path, metavar="REPORT.json", help="JSON reports of `run`"
+        "reports",
+        nargs="+",
+        type=Path,
+        metavar="REPORT.json|DIR",
+        help="JSON reports of `run`; a folder stands for every *.json in it, by name",
     )
     parser.add_argument("--html", type=Path, metavar="PATH", help="write the HTML page here")
     parser.add_argument("--markdown", type=Path, metavar="PATH", help="write GFM Markdown here")
+    parser.add_argument(
+        "--badge",
+        type=Path,
+        metavar="PATH",
+        help="write an SVG badge of the level reached here; with several reports, one per "
+        "report beside it (PATH-<report>.svg)",
+    )
+
+
+def expand(paths: list[Path]) -> list[Path]:
+    """Each folder replaced by its `*.json` files, sorted by name; files kept as given."""
+    out: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            out.append(path)
+            continue
+        found = sorted(p for p in path.glob("*.json") if p.is_file())
+        if not found:
+            raise FileNotFoundError(f"{path}: a folder with no *.json report in it")
+        out += found
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
     # imported here: building `tito-conformance`'s parser must stay cheap for every command
     from .. import __version__
-    from . import html_matrix, markdown_matrix
+    from . import badge, html_matrix, markdown_matrix
     from .matrix import build
     from .matrix_load import ReportFileError, load
 
-    if args.html is None and args.markdown is None:
-        return _error("nothing to write: give --html PATH and/or --markdown PATH")
+    if args.html is None and args.markdown is None and args.badge is None:
+        return _error("nothing to write: give --html PATH and/or --markdown PATH (or --badge PATH)")
     try:
-        matrix = build(load(args.reports))
-    except ReportFileError as exc:
+        matrix = build(load(expand(args.reports)))
+    except (ReportFileError, FileNotFoundError) as exc:
         return _error(str(exc))
     outputs: list[tuple[Path, str]] = []
     if args.html is not None:
         outputs.append((args.html, html_matrix.render(matrix, f"tito-conformance {__version__}")))
     if args.markdown is not None:
         outputs.append((args.markdown, markdown_matrix.render(matrix)))
+    if args.badge is not None:
+        targets = badge.paths(matrix.columns, args.badge)
+        outputs += [(p, badge.badge(c)) for p, c in zip(targets, matrix.columns, strict=True)]
     for path, content in outputs:
         try:
             path.write_text(content, encoding="utf-8")

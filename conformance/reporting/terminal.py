@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from ..levels import describe, level_of
+from ..product import product_text
 from ..requirements import Feature
 from ..results import Report, SkipKind, Status
 
@@ -40,6 +42,8 @@ def _one(report: Report, verbose: bool) -> str:
         f"detected: {', '.join(server.detected_features) or 'nothing'}; "
         f"claimed: {', '.join(server.claimed_features) or 'nothing'}",
     ]
+    if report.product:
+        lines.append(f"   product: {product_text(report.product)}")
     if server.limits_text:
         lines.append(f"   limits: {server.limits_text}")
     if report.harness_error:
@@ -92,4 +96,5 @@ def _one(report: Report, verbose: bool) -> str:
         f"{s.skipped} skipped ({s.skipped_for_limits} for limits), {s.errors} errors "
         f"({s.incomplete} inconclusive) in {report.duration_s:.1f} s"
     )
+    lines.append(f"   level: {describe(level_of(report))}")
     return "\n".join(lines)
