@@ -1,0 +1,10 @@
+"""`tito-conformance drift` (issue 21): read vLLM releases' TITO surface from their sources.
+
+`fetch` gets a release's wheel (cached) and reads files from it, `surface` reads the routes and
+models with `ast`, `spec_view` flattens the spec's schemas the same way, `pairing` says which
+vLLM class each schema describes, `compare` lists the differences and `report` prints them.
+"""
+
+from .cli import main
+
+__all__ = ["main"]
