@@ -25,6 +25,7 @@ from .semantics import fail
 from .session import Session
 
 POLL_S = 0.02
+HANG_UP_S = 0.005  # the soonest a non-streamed request is hung up on
 SETTLE_S = 3.0  # the least time the engines get to show the request gone
 
 
@@ -43,7 +44,7 @@ def hang_up(s: Session, stream: bool, what: str) -> None:
         before = _read(s)
         started = time.monotonic()
         body = payload(plan, stream, s.rid(f"hangup-{number}"))
-        first = _stream_away(s, body) if stream else _whole_away(s, body)
+        first = _stream_away(s, body) if stream else _whole_away(s, body, plan)
         gone = time.monotonic() - started
         if first is None:
             tried.append(f"{plan.describe()} was answered before the client hung up")
@@ -66,12 +67,13 @@ def _stream_away(s: Session, body: dict[str, object]) -> float:
         return time.monotonic() - started
 
 
-def _whole_away(s: Session, body: dict[str, object]) -> float | None:
+def _whole_away(s: Session, body: dict[str, object], plan: Plan) -> float | None:
     """Send a non-streamed request through a client of its own whose read timeout is the
-    hang-up (after its first token is due); the first token's expected time (None: it was
-    answered first)."""
+    hang-up: a quarter into its expected generation, after its first token is due; the first
+    token's expected time (None: it was answered first)."""
     ttft = s.limits.ttft_s or 0.0
-    wait = max(0.1, 1.5 * ttft + 5 * (s.limits.itl_s or 0.0))
+    itl = s.limits.itl_s or 0.0
+    wait = max(HANG_UP_S, 1.5 * ttft + max(2 * itl, 0.25 * itl * plan.max_tokens))
     client = Client(s.client.base_url, s.client.api_key, timeout=wait)
     try:
         client.post(api.GENERATE, body)

@@ -222,7 +222,7 @@ def policy_for(defect: str | None) -> Policy:
 
 def requirement_pairs() -> tuple[tuple[str, tuple[str, ...]], ...]:
     """(defect name, requirement IDs) per router defect, for the suite's coverage matrix (the
-    `tito_conformance.defects` entry point: the suite never imports the mock)."""
+    defects entry point of `tito_conformance`: the suite never imports the mock)."""
     return tuple((d.name, d.requirements) for d in ROUTER_DEFECTS.values())
 
 
