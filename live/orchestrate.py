@@ -245,7 +245,11 @@ def run_releases(
     reports = sorted(out.glob("vllm-*/report-*.json"))
     if reports:
         matrix = argparse.Namespace(
-            reports=reports, html=out / "matrix.html", markdown=out / "matrix.md"
+            reports=reports,
+            html=out / "matrix.html",
+            markdown=out / "matrix.md",
+            badge=None,
+            drift=None,
         )
         render_matrix(matrix)
     timings["total_s"] = round(time.monotonic() - t0, 2)

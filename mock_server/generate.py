@@ -18,6 +18,7 @@ from mock_server.asgi import (
     send_json,
     wait_disconnect,
 )
+from mock_server.derender_mode import DerenderBuilder, DerenderLogprobs, engine_request
 from mock_server.engine import Job
 from mock_server.errors import ApiError, ValidationFailure
 from mock_server.gating import send_disabled, send_error
@@ -127,8 +128,7 @@ class GenerateEndpoint:
             state.die()
             return
         job = self._new_job(scope, req)
-        lp = LogprobsRenderer(cfg, engine.tokenizer, req.output_mode)
-        builder = Builder(cfg, job, lp, req.model or cfg.model_name)
+        builder = self._builder(job, req)
         gone = asyncio.Event()
         watcher: asyncio.Task[None] | None = None
 
@@ -164,6 +164,14 @@ class GenerateEndpoint:
             data = text.encode()
         await send_bytes(send, 200, apply_wire(cfg, data))
 
+    def _builder(self, job: Job, req: GenerateRequest) -> Builder:
+        """The answer's builder: the output mode's (0.33+: "derender", `derender_mode`)."""
+        cfg, tok = self.state.config, self.state.engine.tokenizer
+        model = req.model or cfg.model_name
+        if req.output_mode == "derender":
+            return DerenderBuilder(cfg, job, DerenderLogprobs(cfg, tok, req), model)
+        return Builder(cfg, job, LogprobsRenderer(cfg, tok, req.output_mode), model)
+
     def _new_job(self, scope: Scope, req: GenerateRequest) -> Job:
         cfg, engine = self.state.config, self.state.engine
         hdr = header(scope, "x-request-id")
@@ -182,7 +190,7 @@ class GenerateEndpoint:
             abort_after = int(raw.strip())
         return Job(
             request_id="generate-tokens-" + base,
-            req=req,
+            req=engine_request(req),  # derender runs as the text level
             max_tokens=checks.effective_max_tokens(req, cfg),
             abort_after=abort_after,
         )

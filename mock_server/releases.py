@@ -1,7 +1,8 @@
-"""Older vLLM releases on the TITO wire: what 0.30.0 and 0.31.0 do differently from 0.32.0.
+"""vLLM releases on the TITO wire: what 0.30, 0.31, 0.33 and 0.34 do differently from 0.32.
 
-`tito-mock --mock-vllm-version 0.30|0.31|0.32` picks one row of `RELEASES`. The mock builds
-0.32's answer as always; a release is data read at a few fixed places, never a version test:
+`tito-mock --mock-vllm-version 0.30|0.31|0.32|0.33|0.34` picks one row of `RELEASES` (0.32, the
+spec's release, is the default). The mock builds 0.32's answer as always; a release is data
+read at a few fixed places, never a version test:
 
 - which scale-out routes `app.py` registers (`abort_route`, `gated`);
 - the request fields the release does not know, dropped before parsing as pydantic ignores
@@ -9,9 +10,15 @@
 - the tokens-only stop-string error (`tokens_only_stop`);
 - the key sets and orders of its answers and whether an aborted stream sends its abort chunk:
   rewrites of the finished answer, named transformers in `transforms/releases.py` listed in
-  `rewrites` (0.32 lists none, so the correct 0.32 mock pays the same empty loop as before).
+  `rewrites` (0.32 lists none, so the correct 0.32 mock pays the same empty loop as before);
+- what 0.33 and 0.34 add: the output modes generate accepts (`output_modes`: "derender",
+  answered by `derender_mode.py`), whether it streams (`derender_stream`), the keys of the
+  parsed message (`message_keys`), and the request fields newer than 0.32 (`new_fields`:
+  `parse_context`, with `parse_context_keys`, checked by `parse_context.py`).
 
-Source: real 0.30.0 and 0.31.0 servers (`vllm-versions.md`, section 2).
+Source: real 0.30.0 and 0.31.0 servers (`vllm-versions.md`, section 2); 0.33.0 and 0.34.0 from
+their wheels' `vllm/entrypoints/scale_out/token_in_token_out/{protocol,serving}.py`
+(`tito-conformance drift --vllm-version 0.34.0` caches them).
 """
 
 from __future__ import annotations
@@ -57,6 +64,15 @@ _RENDER_031 = (
     "kv_transfer_params", "ec_transfer_params",
 )  # fmt: skip
 _RENDER_030 = (*_RENDER_031[:2], "assistant_tokens_mask", *_RENDER_031[2:])
+_MESSAGE_033 = (
+    "role", "content", "refusal", "annotations", "audio", "function_call", "reasoning",
+)  # fmt: skip
+"""`ChatMessage` as 0.33 dumps it (`tool_calls` popped when empty); 0.34 drops a null
+`annotations` (`exclude_if`)."""
+_PARSE_CONTEXT_033 = (
+    "tools", "tool_choice", "parallel_tool_calls", "include_reasoning", "chat_template_kwargs",
+    "history_tool_call_cnt",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -82,6 +98,11 @@ class Release:
     choice_keys: tuple[str, ...] = _CHOICE_032
     chunk_keys: tuple[str, ...] = ()
     rewrites: tuple[str, ...] = ()
+    output_modes: tuple[str, ...] = ("tokens", "text")  # GenerateRequest.output_mode's Literal
+    derender_stream: bool = False  # output_mode "derender" with stream (0.34); else a 400
+    message_keys: tuple[str, ...] = ()  # the derender answer's `message`, in dump order
+    new_fields: tuple[str, ...] = ()  # generate fields 0.32 does not know (`parse_context`)
+    parse_context_keys: tuple[str, ...] = ()  # ParseContext's fields; others: extra
 
     @property
     def short(self) -> str:
@@ -206,8 +227,27 @@ RELEASES: dict[str, Release] = {
     ),
     "0.31": _V031,
     "0.32": Release("0.32.0"),
+    "0.33": Release(
+        "0.33.0",
+        output_modes=("tokens", "text", "derender"),
+        message_keys=_MESSAGE_033,
+        new_fields=("parse_context",),
+        parse_context_keys=_PARSE_CONTEXT_033,
+    ),
 }
+RELEASES["0.34"] = replace(
+    RELEASES["0.33"],
+    version="0.34.0",
+    derender_stream=True,
+    message_keys=tuple(k for k in _MESSAGE_033 if k != "annotations"),
+    parse_context_keys=(
+        *_PARSE_CONTEXT_033[:4],
+        "return_tokens_as_token_ids",
+        *_PARSE_CONTEXT_033[4:],
+    ),
+)
 LATEST = RELEASES["0.32"]
+"""The default and the base every row differs from: the spec's release (`openapi/tito.yaml`)."""
 REWRITES = frozenset(name for r in RELEASES.values() for name in r.rewrites)
 
 

@@ -1,4 +1,8 @@
-"""Parsing a generate body the way vLLM 0.32's pydantic models and SamplingParams do."""
+"""Parsing a generate body the way vLLM 0.32's pydantic models and SamplingParams do.
+
+A newer release (`--mock-vllm-version 0.33|0.34`) adds output modes and fields: its row of
+`mock_server.releases` says which, read here (`output_modes`, `new_fields`).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mock_server import coerce as c
-from mock_server import validation
+from mock_server import parse_context, validation
 from mock_server.config import MockConfig
 from mock_server.errors import (
     ApiError,
@@ -129,6 +133,7 @@ class GenerateRequest:
     priority: int = 0
     kv_transfer_params: Any = None
     ec_transfer_params: Any = None
+    parse_context: dict[str, Any] | None = None  # 0.33+: read in derender mode only
     sp: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)  # as sent
     parsed: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
@@ -213,7 +218,8 @@ def parse_generate(body: Any, config: MockConfig) -> GenerateRequest:
     rules = config.policies.validate.rules
     if "unknown_fields.ignored" not in rules:
         sp_raw = body.get("sampling_params")
-        extra = [k for k in body if k not in TOP_LEVEL_KEYS]
+        known = TOP_LEVEL_KEYS.union(config.release.new_fields)
+        extra = [k for k in body if k not in known]
         if isinstance(sp_raw, dict):
             extra += [f"sampling_params.{k}" for k in sp_raw if k not in SAMPLING_KEYS]
         if extra:
@@ -256,12 +262,14 @@ def parse_generate(body: Any, config: MockConfig) -> GenerateRequest:
     loc = "body"
     req.request_id = c.field(body, "request_id", c.to_str, loc, errors, None, nullable=False)
     req.model = c.field(body, "model", c.to_str, loc, errors, None)
+    modes = config.release.output_modes
     mode = body.get("output_mode", config.policies.validate.default_output_mode)
-    if mode not in ("tokens", "text") and "output_mode.literal" not in rules:
+    if mode not in modes and "output_mode.literal" not in rules:
         mode = "tokens"
-    if mode not in ("tokens", "text"):
-        msg = "Input should be 'tokens' or 'text'"
-        ctx = {"expected": "'tokens' or 'text'"}
+    if mode not in modes:
+        expected = _literal_choices(modes)
+        msg = f"Input should be {expected}"
+        ctx = {"expected": expected}
         errors.append(validation_item("literal_error", "body.output_mode", msg, mode, ctx))
     else:
         req.output_mode = mode
@@ -281,6 +289,8 @@ def parse_generate(body: Any, config: MockConfig) -> GenerateRequest:
             c.to_dict(value, f"body.{key}", errors)
     req.kv_transfer_params = body.get("kv_transfer_params")
     req.ec_transfer_params = body.get("ec_transfer_params")
+    if "parse_context" in config.release.new_fields:
+        req.parse_context = parse_context.parse(body.get("parse_context"), errors)
     parts = body.get("content_parts")
     if parts is not None and not isinstance(parts, list):
         msg = "Input should be a valid list"
@@ -384,13 +394,21 @@ def _model_validators(
     if isinstance(features, dict):
         errors.extend(feature_errors(features) or prompt_errors(body, features, len(req.token_ids)))
     text_ok = "output_mode.text_needs_detokenize" not in rules
-    if req.output_mode == "text" and not req.sampling.detokenize and not text_ok:
-        text = "output_mode='text' requires sampling_params.detokenize to be true"
+    if req.output_mode != "tokens" and not req.sampling.detokenize and not text_ok:
+        text = f"output_mode='{req.output_mode}' requires sampling_params.detokenize to be true"
         errors.append(
             validation_item(
                 "value_error", "body", f"Value error, {text}", body, {"error": ValueError(text)}
             )
         )
+    if req.output_mode == "derender":
+        errors.extend(parse_context.unknown_fields(req.parse_context, config.release, body))
+
+
+def _literal_choices(values: tuple[str, ...]) -> str:
+    """pydantic's wording of a Literal's values: `'a' or 'b'`, `'a', 'b' or 'c'`."""
+    quoted = [f"'{v}'" for v in values]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
 def check_salt(salt: Any) -> None:

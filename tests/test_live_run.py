@@ -148,11 +148,12 @@ def test_intended_differences_per_release_and_races() -> None:
     assert not judge(shown, [race]).ok, "unknown version: judged as 0.32"
     quiet = judge(_report("scale-out", {"n2": []}), [race], "0.31")
     assert quiet.ok and not quiet.stale
-    assert (release_of("0.31.0+cpu"), release_of("0.33.0"), release_of(None)) == (
+    assert (release_of("0.31.0+cpu"), release_of("0.34.0"), release_of("0.35.0")) == (
         "0.31",
-        None,
+        "0.34",
         None,
     )
+    assert release_of(None) is None
     assert CRASHERS["0.30"] == CRASHERS["0.31"] == ("oov-token-id",)
 
 

@@ -16,7 +16,6 @@ from mock_server.errors import ApiError, bad_request, param_error
 from mock_server.validation.checks import (
     MAX_N,
     MSGPACK_INT,
-    TEXT_NEEDS_TOKENIZER,
     allowed_empty,
     allowed_vocab,
     bad_words_empty,
@@ -29,6 +28,7 @@ from mock_server.validation.checks import (
     logprobs_range,
     max_logprobs,
     model,
+    needs_tokenizer,
     oov,
     penalty,
     prompt_ids_shape,
@@ -40,6 +40,9 @@ from mock_server.validation.checks import (
     thinking_budget,
     too_long,
     when,
+)
+from mock_server.validation.checks import (
+    TEXT_NEEDS_TOKENIZER as TEXT_NEEDS_TOKENIZER,
 )
 from mock_server.validation.subject import Check, Rule, Subject
 from mock_server.validation.subject import engine_error as _engine
@@ -295,8 +298,21 @@ TABLE: tuple[Rule, ...] = (
         "output_mode",
         S + " (no tokenizer)",
         when(
-            lambda x: x.req.output_mode == "text" and not x.cfg.has_tokenizer,
-            lambda x: bad_request(TEXT_NEEDS_TOKENIZER),
+            lambda x: x.req.output_mode != "tokens" and not x.cfg.has_tokenizer,
+            lambda x: bad_request(needs_tokenizer(x.req.output_mode)),
+        ),
+    ),
+    _v(
+        "output_mode.derender_not_streamed",
+        "output_mode",
+        S + " (0.33)",
+        when(
+            lambda x: (
+                x.req.output_mode == "derender"
+                and x.req.stream
+                and not x.cfg.release.derender_stream
+            ),
+            lambda x: bad_request("output_mode='derender' does not support stream=true."),
         ),
     ),
     _v(

@@ -294,8 +294,13 @@ def model(x: Subject) -> ApiError:
     )
 
 
-TEXT_NEEDS_TOKENIZER = (
-    "output_mode='text' requires a tokenizer, but this server does not load one (--tokens-only "
-    "or --skip-tokenizer-init). Send the request to a server that loads a tokenizer, or use "
-    "output_mode='tokens'."
-)
+def needs_tokenizer(mode: str) -> str:
+    """serve_tokens' 400 for an output mode that decodes ("text"; "derender" from 0.33)."""
+    return (
+        f"output_mode='{mode}' requires a tokenizer, but this server does not load one "
+        "(--tokens-only or --skip-tokenizer-init). Send the request to a server that loads a "
+        "tokenizer, or use output_mode='tokens'."
+    )
+
+
+TEXT_NEEDS_TOKENIZER = needs_tokenizer("text")
