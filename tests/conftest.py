@@ -25,6 +25,7 @@ def pytest_configure(config: pytest.Config) -> None:
     with contextlib.suppress(RouterInstallError):  # else they skip, saying how to get it
         os.environ["TITO_VLLM_ROUTER"] = str(router_env())
 
+
 SPREAD = frozenset({"test_conformance_settings.py", "test_fuzz_defects.py"})
 
 
