@@ -69,11 +69,13 @@ def _stream_away(s: Session, body: dict[str, object]) -> float:
 
 def _whole_away(s: Session, body: dict[str, object], plan: Plan) -> float | None:
     """Send a non-streamed request through a client of its own whose read timeout is the
-    hang-up: a quarter into its expected generation, after its first token is due; the first
-    token's expected time (None: it was answered first)."""
+    hang-up: soon after its first token is due (a few tokens in, a quarter of a short
+    request), never by the length of the whole generation, whose pace behind a router may
+    be learned far slower than the engine's; the first token's expected time (None: it was
+    answered first)."""
     ttft = s.limits.ttft_s or 0.0
     itl = s.limits.itl_s or 0.0
-    wait = max(HANG_UP_S, 1.5 * ttft + max(2 * itl, 0.25 * itl * plan.max_tokens))
+    wait = max(HANG_UP_S, 1.5 * ttft + min(5 * itl, 0.25 * itl * plan.max_tokens))
     client = Client(s.client.base_url, s.client.api_key, timeout=wait)
     try:
         client.post(api.GENERATE, body)
