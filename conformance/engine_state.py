@@ -8,11 +8,12 @@ the sum over every engine, each read at its own URL (`--engine`), or the server'
 run was given none.
 
 vLLM 0.32 counts a request that ran to its end (stop, length) but not one it aborted: an abort
-is seen as a request that left the engine without a natural finish (`Counts.gone_early`).
+is seen as a request that left the engine without a natural finish (`hangup`'s rule).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -37,12 +38,6 @@ class Counts:
             self.in_flight + other.in_flight,
             self.finished + other.finished,
             self.aborted + other.aborted,
-        )
-
-    def gone_early(self, before: Counts) -> bool:
-        """A request that was in flight at `before` has left without a natural finish."""
-        return self.aborted > before.aborted or (
-            self.in_flight < before.in_flight and self.finished == before.finished
         )
 
     def describe(self) -> str:
@@ -103,8 +98,6 @@ def _metrics(body: bytes) -> Counts | None:
 
 
 def _stats(body: bytes) -> Counts | None:
-    import json
-
     try:
         return from_stats(json.loads(body))
     except ValueError:
