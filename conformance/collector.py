@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from . import api
 from .assemble import report_from
+from .exchange import Exchange
 from .foundations import broken, builds_on, implied
 from .http import ServerBroke
 from .in_flight import Inconclusive
@@ -34,6 +36,42 @@ STATUS_GROUND = "ERR-002"
 """What every check that expects a rejection stands on: an error carries its status."""
 STATUS_JUDGES = frozenset({STATUS_GROUND, "ROUTER-009"})
 """The requirements that judge an error's status themselves (never blocked on it)."""
+
+
+@dataclass(frozen=True)
+class ExchangeGround:
+    """A requirement a failed check stands on when one of its exchanges `shows` the symptom."""
+
+    rid: str
+    shows: Callable[[Exchange], bool]
+    judges: frozenset[str]  # checks of these judge the ground themselves: never blocked on it
+    router_only: bool = False  # a router's duty: only where the run knows its engines
+
+
+EXCHANGE_GROUNDS = (
+    # Behind a router, a 401 to a request that sent the key, where the router is shown to keep
+    # the key from the engines: one dropped header, one failure (ROUTER-010's).
+    ExchangeGround(
+        KEY_GROUND,
+        lambda e: e.status == 401 and "Authorization" in e.headers,
+        frozenset({KEY_GROUND}),
+        router_only=True,
+    ),
+    # A success (or a router's 502) stating an error in its body, where a plainly invalid
+    # generate is answered so too: the server rejected and misstated the status (ERR-002's).
+    ExchangeGround(
+        STATUS_GROUND,
+        lambda e: api.stated_error(e.status, e.response_body) is not None,
+        STATUS_JUDGES,
+    ),
+    # A stream read where a minimal stream is no readable SSE at all: STREAM-001's, not every
+    # check that reads streams.
+    ExchangeGround(STREAM_GROUND, lambda e: e.stream, frozenset({STREAM_GROUND})),
+    # Behind a router, a stream held back until it ends: no action lands in flight on a stream
+    # the client sees only whole (ROUTER-008's).
+    ExchangeGround(PACED_GROUND, lambda e: e.stream, frozenset({PACED_GROUND}), router_only=True),
+)
+"""Grounds read from the failed check's own exchanges, in the order they are asked."""
 
 
 class Collector:
@@ -135,59 +173,26 @@ class Collector:
 
     def _ground(self, ids: tuple[str, ...]) -> str | None:
         """Why a failed check is blocked instead (None: its failure stands)."""
-        return (
-            self._key_ground(ids)
-            or self._status_ground(ids)
-            or self._stream_ground(ids)
-            or self._malformed_ground(ids)
-        )
+        return self._exchange_ground(ids) or self._malformed_ground(ids)
 
-    def _key_ground(self, ids: tuple[str, ...]) -> str | None:
-        """Behind a router, a failed check answered 401 although it sent the key, where the
-        router is shown to keep the key from the engines (ROUTER-010's probe), is blocked
-        naming ROUTER-010: one dropped header, one failure."""
+    def _exchange_ground(self, ids: tuple[str, ...]) -> str | None:
+        """The first of `EXCHANGE_GROUNDS` the failed check's exchanges show and whose probe
+        shows broken on this server: the check is blocked naming it (never where it judges
+        that ground itself, where the ground is not in the run, or, for a router's ground,
+        where the run knows no engines)."""
         s = self.session
-        if s is None or not s.features.engines or KEY_GROUND in ids:
+        if s is None:
             return None
-        if s.selected is not None and KEY_GROUND not in s.selected:
-            return None
-        keyed = [e for e in s.client.log if e.status == 401 and "Authorization" in e.headers]
-        if not keyed:
-            return None
-        why = broken(s, KEY_GROUND)
-        return None if why is None else f"{BLOCKED_PREFIX} {why} ({KEY_GROUND})"
-
-    def _status_ground(self, ids: tuple[str, ...]) -> str | None:
-        """A failed check that was answered a success stating an error in its body (a 200
-        carrying `{"error": {"code": 400}}`), where the same happens to a plainly invalid
-        generate (ERR-002's probe), is blocked naming ERR-002: the server rejected, and
-        misstated the status, one defect for every rejection it makes."""
-        s = self.session
-        if s is None or set(ids) & STATUS_JUDGES:
-            return None
-        if s.selected is not None and STATUS_GROUND not in s.selected:
-            return None
-        if not any(api.stated_error(e.status, e.response_body) for e in s.client.log):
-            return None
-        why = broken(s, STATUS_GROUND)
-        return None if why is None else f"{BLOCKED_PREFIX} {why} ({STATUS_GROUND})"
-
-    def _stream_ground(self, ids: tuple[str, ...]) -> str | None:
-        """A failed check that read a stream, where a minimal stream is no readable SSE at
-        all (STREAM-001's probe), is blocked naming STREAM-001: a stream answered as JSON
-        fails that one requirement, not every check that reads streams. Behind a router, one
-        that holds a stream back until it ends (ROUTER-008's probe) is named the same way: no
-        action lands in flight on a stream the client sees only whole."""
-        s = self.session
-        if s is None or not any(e.stream for e in s.client.log):
-            return None
-        grounds = [STREAM_GROUND, *([PACED_GROUND] if s.features.engines else [])]
-        for ground in grounds:
-            if ground in ids or (s.selected is not None and ground not in s.selected):
+        for ground in EXCHANGE_GROUNDS:
+            if set(ids) & ground.judges or (ground.router_only and not s.features.engines):
                 continue
-            why = broken(s, ground)
+            if s.selected is not None and ground.rid not in s.selected:
+                continue
+            if not any(ground.shows(e) for e in s.client.log):
+                continue
+            why = broken(s, ground.rid)
             if why is not None:
-                return f"{BLOCKED_PREFIX} {why} ({ground})"
+                return f"{BLOCKED_PREFIX} {why} ({ground.rid})"
         return None
 
     def _malformed_ground(self, ids: tuple[str, ...]) -> str | None:
