@@ -254,15 +254,17 @@ def generate(
     payload: dict[str, Any],
     headers: dict[str, str] | None = None,
     what: str = "generate",
+    schema: str = "GenerateResponse",
 ) -> dict[str, Any]:
-    """POST generate, demand a 200 and a JSON object (its schema is SCHEMA-GEN-001's)."""
+    """POST generate, demand a 200 and a JSON object (its schema is SCHEMA-GEN-001's; a
+    release extension's answer names its own `schema`, which no SCHEMA-* requirement judges)."""
     payload = lean(payload, s.limits.bytes_per_token)
     reply = s.client.post(GENERATE, payload, headers=headers, timeout=timeout_for(s, payload))
     status_is(reply, 200, what)
     data = reply.json()
     if not isinstance(data, dict):
         raise AssertionError(f"{what}: the 200 body is not a JSON object: {reply.body[:200]!r}")
-    s.observe("GenerateResponse", what, data)
+    s.observe(schema, what, data)
     return data
 
 
@@ -360,10 +362,13 @@ def chunk_of(data: str, what: str) -> dict[str, Any]:
 
 
 def read_stream(
-    stream: Stream, stop_after_tokens: int | None = None, s: Session | None = None
+    stream: Stream,
+    stop_after_tokens: int | None = None,
+    s: Session | None = None,
+    schema: str = "GenerateStreamPayload",
 ) -> Streamed:
     """Read every event; optionally stop once enough tokens arrived. Chunks are kept on the
-    session `s` for SCHEMA-STREAM-001, not validated here."""
+    session `s` as `schema` (for SCHEMA-STREAM-001), not validated here."""
     chunks: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
     done = False
@@ -378,7 +383,7 @@ def read_stream(
             continue
         chunk = chunk_of(data, f"stream event #{len(chunks) + 1}")
         if s is not None:
-            s.observe("GenerateStreamPayload", f"stream event #{len(chunks) + 1}", chunk)
+            s.observe(schema, f"stream event #{len(chunks) + 1}", chunk)
         chunks.append(chunk)
         if "error" in chunk:
             errors.append(chunk)
@@ -395,6 +400,7 @@ def stream(
     payload: dict[str, Any],
     headers: dict[str, str] | None = None,
     what: str = "stream",
+    schema: str = "GenerateStreamPayload",
 ) -> Streamed:
     """POST a streamed generate and read it to the end; demands 200 and text/event-stream."""
     payload = lean(payload, s.limits.bytes_per_token)
@@ -410,7 +416,7 @@ def stream(
         ctype = st.headers.get("content-type", "")
         if not ctype.startswith("text/event-stream"):
             raise AssertionError(f"{what}: Content-Type is {ctype!r}, not text/event-stream")
-        return read_stream(st, s=s)
+        return read_stream(st, s=s, schema=schema)
 
 
 def dumps_body(payload: Any) -> bytes:

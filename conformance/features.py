@@ -24,7 +24,15 @@ CHAT_RENDER = "/v1/chat/completions/render"
 DERENDER = "/v1/completions/derender"
 PROBE_PROMPT = [10, 11, 12]
 MAX_DP_PROBE = 8
-WAVE = MAX_DP_PROBE + 4  # the probe's generates sent at once: one per rank, text, logprobs, stop
+WAVE = MAX_DP_PROBE + 7  # the probe's generates sent at once: one per rank, text, logprobs, stop,
+# and the three of the release extensions (DERENDER_PROBES)
+DERENDER_MODE = {"output_mode": "derender"}
+DERENDER_PROBES = (
+    DERENDER_MODE,  # vLLM 0.33+: a parsed message per choice
+    DERENDER_MODE | {"stream": True},  # 0.34+: a chat delta per chunk
+    DERENDER_MODE | {"parse_context": {"return_tokens_as_token_ids": True}},  # 0.34+
+)
+DERENDER_PARTS = ("derender-stream", "parse-context")  # the later parts of the derender mode
 
 # Names a user may claim with --expect, and the report lists as detected.
 KNOWN_FEATURES = (
@@ -44,6 +52,10 @@ KNOWN_FEATURES = (
     "router",  # the run knows its topology: --engine URLs behind --base-url (issue 20)
     "routed-experts",  # started with --enable-return-routed-experts (see `outputs`)
     "sampling-mask",  # started with --return-sampling-mask
+    # release extensions past the document's 0.32 (`requirements/releases.py`)
+    "output-mode-derender",  # output_mode "derender" (0.33+)
+    "derender-stream",  # ... streamed (0.34+)
+    "parse-context",  # parse_context.return_tokens_as_token_ids (0.34+)
 )
 ANCHORS = {r.anchor: r.id for r in all_requirements() if r.anchor}
 """The requirement that states each feature is there (`Requirement.anchor`). A claimed feature
@@ -73,6 +85,9 @@ class Features:
     engine_state: bool = False
     engines: tuple[str, ...] = ()  # the engines behind the server under test (a router)
     flag_outputs: tuple[str, ...] = ()  # per-token outputs of start flags, seen in their form
+    derender: bool = False  # output_mode "derender" answered a parsed message
+    derender_stream: bool = False  # ... and answered streamed
+    parse_context: bool = False  # ... and took parse_context.return_tokens_as_token_ids
     version: str | None = None
     model: str | None = None
     evidence: dict[str, str] = field(default_factory=dict)
@@ -95,6 +110,9 @@ class Features:
             "engine-state": self.engine_state,
             "router": bool(self.engines),
             **{o.feature: o.feature in self.flag_outputs for o in FLAG_OUTPUTS},
+            "output-mode-derender": self.derender,
+            "derender-stream": self.derender and self.derender_stream,
+            "parse-context": self.derender and self.parse_context,
         }
         return [name for name in KNOWN_FEATURES if found[name]]
 
@@ -112,6 +130,8 @@ class Features:
             return ANCHORS[root]
         if name == "text-mode" and self.tokenizer and not self.output_mode_echo:
             return ANCHORS["output-mode-echo"]
+        if name in DERENDER_PARTS and not self.derender and "output-mode-derender" in claims:
+            return ANCHORS["output-mode-derender"]
         return ANCHORS.get(name)
 
     def why_not(self, name: str) -> str:
@@ -136,6 +156,10 @@ class Features:
             "/mock/stats",
             "router": "no engines were given (--engine URL, one per engine behind the router)",
             **{o.feature: f"the server was not started with {o.flag}" for o in FLAG_OUTPUTS},
+            "output-mode-derender": 'output_mode "derender" is not served (vLLM 0.33+)',
+            "derender-stream": 'a streamed output_mode "derender" is not served (vLLM 0.34+)',
+            "parse-context": "parse_context.return_tokens_as_token_ids is not taken in derender "
+            "mode (vLLM 0.34+)",
         }
         evidence = self.evidence.get(name)
         reason = reasons.get(name, name)
@@ -209,9 +233,14 @@ def probe(client: Client, warmup_timeout: float = 30.0) -> Features:
             pool.submit(_try, client, "POST", GENERATE, _minimal(), headers=_rank(r), timeout=wait)
             for r in range(MAX_DP_PROBE + 1)
         ]
+        derender = [
+            pool.submit(_try, client, "POST", GENERATE, _minimal(**extra), timeout=wait)
+            for extra in DERENDER_PROBES
+        ]
     text = asked_text.result()
     text_tokenizer = _text_tokenizer(text, ev)
     logprobs = _json(asked_logprobs.result())
+    whole, streamed, parsed = _derender([asked.result() for asked in derender], ev)
     # Only once they have ended: a dev-mode server's /abort_requests aborts every request.
     aborts = _aborts(client, text_tokenizer, ev, wait)
     renders = _renders(client, model)
@@ -238,6 +267,9 @@ def probe(client: Client, warmup_timeout: float = 30.0) -> Features:
         # A 404 `{"detail": "Not Found"}` is a dict too: only the counters themselves count.
         mock_stats=isinstance(stats, dict) and "in_flight" in stats,
         flag_outputs=detected(body, ev),
+        derender=whole,
+        derender_stream=streamed,
+        parse_context=parsed,
         version=version,
         model=model,
         evidence=ev,
@@ -331,6 +363,47 @@ def _echo(bodies: list[Any], ev: dict[str, str]) -> bool:
         "a response echoed output_mode" if echo else "no response carried output_mode"
     )
     return echo
+
+
+def _derender(replies: list[Reply | None], ev: dict[str, str]) -> tuple[bool, bool, bool]:
+    """The release extensions, from DERENDER_PROBES' answers. The mode is there when any of
+    the three answered as it does (a 200 with a `message`, or a stream of `delta`s): a release
+    without it answers 400, one that predates output_mode answers tokens. Each later part is
+    there when the mode is and its request answered 200, whatever the answer then held: its
+    requirement judges that, so partial support fails instead of being skipped."""
+    whole, stream, parsed = replies
+    mode = _a_message(whole) or _a_delta(stream) or _a_message(parsed)
+    shape = " with a message" if _a_message(whole) else " without a message" if _ok(whole) else ""
+    ev["output-mode-derender"] = f'output_mode "derender" {_status(whole)}{shape}'
+    ev["derender-stream"] = f'a streamed output_mode "derender" {_status(stream)}'
+    ev["parse-context"] = (
+        f'output_mode "derender" with parse_context.return_tokens_as_token_ids {_status(parsed)}'
+    )
+    if not mode:
+        for part in DERENDER_PARTS:
+            ev[part] += "; no answer was a derender one"
+    return mode, mode and _ok(stream), mode and _ok(parsed)
+
+
+def _ok(reply: Reply | None) -> bool:
+    return reply is not None and reply.status == 200
+
+
+def _status(reply: Reply | None) -> str:
+    return f"answered {reply.status}" if reply is not None else "got no answer"
+
+
+def _a_message(reply: Reply | None) -> bool:
+    """A 200 whose first choice carries a parsed `message`."""
+    body = _json(reply) if _ok(reply) else None
+    choices = body.get("choices") if isinstance(body, dict) else None
+    first = choices[0] if isinstance(choices, list) and choices else None
+    return isinstance(first, dict) and "message" in first
+
+
+def _a_delta(reply: Reply | None) -> bool:
+    """A 200 stream whose chunks carry `delta`s."""
+    return reply is not None and reply.status == 200 and b'"delta"' in reply.body
 
 
 @dataclass(frozen=True)

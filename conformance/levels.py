@@ -10,7 +10,8 @@ Core is what every TITO server must do: generate with token ids in and out, the 
 streaming, stop token ids, error answers, and the rules of the mode it was started in (an API
 key, `--tokens-only`, the 403 of neither flag). The rest follow the API document's sections.
 `router` is a deployment profile (a router in front of engines), never part of Core: a single
-server reports it `absent`.
+server reports it `absent`. `derender-mode` and `parse-context` are what vLLM 0.33 and 0.34 add
+past the document: `absent` on a server that neither shows nor claims them.
 """
 
 from __future__ import annotations
@@ -79,6 +80,12 @@ GROUPS: tuple[Group, ...] = (
     Group("routed-experts", reads=("GEN-RESP-007",), detect="routed-experts"),
     Group("sampling-mask", reads=("GEN-RESP-007",), detect="sampling-mask"),
     Group("router", features=(Feature.ROUTER,), detect="router"),
+    # release extensions (vLLM 0.33+, not in the document): text mode's, judged where detected
+    # or claimed (`requirements/releases.py`)
+    Group(
+        "derender-mode", ids=("EXT-DERENDER-001", "EXT-DERENDER-002"), detect="output-mode-derender"
+    ),
+    Group("parse-context", ids=("EXT-PARSE-001", "EXT-PARSE-002"), detect="parse-context"),
 )
 EXTENDED = tuple(g.name for g in GROUPS if g.name != CORE)
 

@@ -31,6 +31,10 @@ class Defect:
     flags: tuple[str, ...] = ()
 
 
+RELEASE_034 = ("--mock-vllm-version", "0.34")
+"""The flags of the defects of release extensions: the mock plays the release that has them."""
+
+
 _CATALOGUE: tuple[Defect, ...] = (
     # core generate
     Defect(
@@ -758,6 +762,35 @@ _CATALOGUE: tuple[Defect, ...] = (
         "max_tokens: 0 is accepted (200, one token)",
         breaks=("max_tokens",),
         requirements=("ERR-010",),
+    ),
+    # release extensions (vLLM 0.33+: the derender output mode and parse_context)
+    Defect(
+        "derender-content-wrong",
+        "a derender message's content ends with text the output does not have (streamed too)",
+        breaks=("derender",),
+        requirements=("EXT-DERENDER-001",),
+        flags=RELEASE_034,
+    ),
+    Defect(
+        "derender-stream-no-role",
+        "a streamed derender choice's first delta has no role",
+        breaks=("derender",),
+        requirements=("EXT-DERENDER-002",),
+        flags=RELEASE_034,
+    ),
+    Defect(
+        "parse-context-ignored",
+        "derender logprob tokens stay decoded with parse_context.return_tokens_as_token_ids true",
+        breaks=("parse_context",),
+        requirements=("EXT-PARSE-001",),
+        flags=RELEASE_034,
+    ),
+    Defect(
+        "parse-context-read-everywhere",
+        "text mode too takes parse_context.return_tokens_as_token_ids (placeholder tokens)",
+        breaks=("parse_context",),
+        requirements=("EXT-PARSE-002",),
+        flags=RELEASE_034,
     ),
 )
 

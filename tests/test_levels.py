@@ -84,7 +84,10 @@ def test_the_grouping_follows_the_document() -> None:
         "routed-experts",
         "sampling-mask",
         "router",
+        "derender-mode",  # release extensions (vLLM 0.33+), not the document's
+        "parse-context",
     )
+    assert group_of("EXT-DERENDER-002") == "derender-mode"
 
 
 # -- the level object -----------------------------------------------------------------------

@@ -15,6 +15,9 @@ pytestmark = pytest.mark.anyio
 ABORT = "/inference/v1/abort_requests"
 TO = ["--tokens-only"]
 ITL = ["--mock-itl-ms", "1"]
+R34 = [*SO, "--mock-vllm-version", "0.34"]
+DERENDER = {"output_mode": "derender"}
+AS_IDS = {"parse_context": {"return_tokens_as_token_ids": True}}
 
 
 @pytest.fixture
@@ -109,6 +112,14 @@ MORE: dict[str, tuple[list[str], Probe]] = {
     "type-error-500": (SO, lambda c: status(c, sp(temperature="x"))),
     "null-rejected": (SO, lambda c: status(c, sp(stop=None))),
     "max-tokens-zero-accepted": (SO, lambda c: status(c, sp(max_tokens=0))),
+    # release extensions (the mock plays 0.34)
+    "derender-content-wrong": (R34, lambda c: j(c, {**sp(logprobs=1), **DERENDER})),
+    "derender-stream-no-role": (R34, lambda c: raw(c, {**B, **DERENDER})),
+    "parse-context-ignored": (R34, lambda c: j(c, {**sp(logprobs=1), **DERENDER, **AS_IDS})),
+    "parse-context-read-everywhere": (
+        R34,
+        lambda c: j(c, {**sp(logprobs=1), "output_mode": "text", **AS_IDS}),
+    ),
 }
 DEV = {"weight-update-no-split"}  # needs VLLM_SERVER_DEV_MODE=1 for /update_weight_version
 

@@ -1,4 +1,5 @@
-"""The requirement catalogue: one module per area of the API document, joined here."""
+"""The requirement catalogue: one module per area of the API document, and one for what later
+vLLM releases add (`releases`), joined here."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from . import (
     gating,
     logprobs,
     pipeline,
+    releases,
     router,
     stop,
     streaming,
@@ -45,6 +47,7 @@ _MODULES = (
     gating,
     errors,
     router,
+    releases,
 )
 
 

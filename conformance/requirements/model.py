@@ -20,6 +20,7 @@ class Source(StrEnum):
     DOCUMENT = "document"  # a sentence of tito-api.md, quoted verbatim
     VLLM = "vllm-0.32"  # the document is silent; vLLM 0.32 behaves this way and clients rely on it
     DERIVED = "derived"  # a router's duty that follows from the quoted sentence (issue 20)
+    RELEASE = "vllm-release"  # stated by a later release's own code (0.33+), not the document
 
 
 class Feature(StrEnum):
