@@ -33,8 +33,10 @@ def schema_errors(pointer: str, value: Any, loc: str) -> Items:
     """pydantic-style error items for `value` against the spec schema at `pointer`."""
     import openapi  # deferred: the spec and jsonschema are only needed once a body arrives
 
-    validator = openapi.schema_validator(pointer)
     items: Items = []
+    if openapi.is_valid(pointer, value):
+        return items
+    validator = openapi.schema_validator(pointer)
     for error in validator.iter_errors(value):
         items.extend(_items(error, loc))
     return items
