@@ -23,9 +23,7 @@ class AsyncClient(Sender):
             from openapi.asgi_transport import AsyncStreamingTransport
 
             transport = AsyncStreamingTransport(app, self._portal)
-        return httpx.AsyncClient(
-            timeout=self.timeouts.for_httpx(), limits=self._limits(), transport=transport
-        )
+        return httpx.AsyncClient(transport=transport, **self._options())
 
     async def aclose(self) -> None:
         await self._http.aclose()

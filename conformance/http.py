@@ -76,9 +76,7 @@ class Client(Sender):
             from openapi.asgi_transport import StreamingTransport
 
             transport = StreamingTransport(app, self._portal)
-        return httpx.Client(
-            timeout=self.timeouts.for_httpx(), limits=self._limits(), transport=transport
-        )
+        return httpx.Client(transport=transport, **self._options())
 
     def close(self) -> None:
         self._http.close()

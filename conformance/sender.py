@@ -5,9 +5,11 @@ and an in-process app's event loop."""
 from __future__ import annotations
 
 import contextlib
+import ssl
 import threading
 import time
 from collections.abc import Callable
+from functools import cache
 from typing import Any, TypedDict
 
 import httpx
@@ -22,6 +24,13 @@ IN_PROCESS_URL = "http://testserver"
 """The base URL of an in-process app (what schemathesis's ASGI client and reproducers use)."""
 MISSING: Any = object()
 """No JSON body given (None is a JSON body: null)."""
+
+
+@cache
+def tls() -> ssl.SSLContext:
+    """httpx's own default TLS context, made once per process: making one reads the CA bundle
+    (about 0.1 s), and a run opens a client per session, worker, engine and fuzz run."""
+    return httpx.create_ssl_context()
 
 
 def auth_header(api_key: str | None) -> dict[str, str]:
@@ -108,6 +117,10 @@ class Sender:
 
     def _limits(self) -> httpx.Limits:
         return httpx.Limits(max_connections=32)
+
+    def _options(self) -> dict[str, Any]:
+        """What both httpx clients are opened with, besides their transport."""
+        return {"timeout": self.timeouts.for_httpx(), "limits": self._limits(), "verify": tls()}
 
     def _prepare(self, method: str, path: str, body: Any, stream: bool, how: Raw) -> Exchange:
         if self.stop_after is not None and self._timeouts >= self.stop_after:
