@@ -49,6 +49,8 @@ def error_body_shape(ctx: Any, response: Any, case: Any) -> None:
         return None
     if status in (404, 405) and isinstance(body, dict) and isinstance(body.get("detail"), str):
         return None
+    if openapi.is_valid("ErrorResponse", body):
+        return None
     errors = list(openapi.schema_validator("ErrorResponse").iter_errors(body))
     if errors:
         flat = (
