@@ -659,6 +659,12 @@ _CATALOGUE: tuple[Defect, ...] = (
         requirements=("RENDER-002",),
     ),
     Defect(
+        "render-params-lost",
+        "render answers temperature 1 and max_tokens 16 whatever the request asked",
+        breaks=("render",),
+        requirements=("RENDER-002",),
+    ),
+    Defect(
         "render-missing",
         "render and derender answer 404 on a scale-out server",
         breaks=("render",),

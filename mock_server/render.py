@@ -217,6 +217,8 @@ def generate_request(
         raise ValidationFailure(errors)
     if cfg.policies.build.render_ids_as_strings:
         out["token_ids"] = [str(t) for t in ids]
+    if cfg.policies.build.render_params_lost:
+        out["sampling_params"] = {**sp, "temperature": 1.0, "max_tokens": 16}
     return cfg.release.rendered(out)
 
 

@@ -210,6 +210,10 @@ PROBES: dict[str, tuple[list[str], Probe]] = {
         SO,
         lambda c: c.post("/v1/completions/render", json={"prompt": [1, 2], "max_tokens": 2}),
     ),
+    "render-params-lost": (
+        SO,
+        lambda c: c.post("/v1/completions/render", json={"prompt": [1, 2], "max_tokens": 2}),
+    ),
     "features-content-parts-accepted": (
         SO,
         lambda c: status(

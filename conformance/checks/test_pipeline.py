@@ -10,15 +10,28 @@ from conformance.semantics import fail
 from conformance.session import BLOCKED_PREFIX, Session
 
 RENDER = "/v1/completions/render"
+CHAT_RENDER = "/v1/chat/completions/render"
 DERENDER = "/v1/completions/derender"
+ASKED = {"max_tokens": 4, "temperature": 0}
+"""What the render requests set; the rest of a render's sampling_params is vLLM's default."""
+DEFAULTS: dict[str, object] = {
+    "presence_penalty": 0.0,
+    "frequency_penalty": 0.0,
+    "repetition_penalty": 1.0,
+    "top_p": 1.0,
+    "min_p": 0.0,
+    "stop": [],
+    "stop_token_ids": [],
+    "bad_words": [],
+}
+REQUEST_DEFAULTS: dict[str, object] = {"output_mode": "tokens", "stream": False, "priority": 0}
+"""A render request that sets none of these gets vLLM's GenerateRequest defaults."""
 
 
 def rendered(s: Session) -> dict:
     def make() -> dict:
-        reply = s.client.post(
-            RENDER,
-            {"model": s.features.model, "prompt": api.PROMPT, "max_tokens": 4, "temperature": 0},
-        )
+        asked = {"model": s.features.model, "prompt": api.PROMPT, **ASKED}
+        reply = s.client.post(RENDER, asked)
         api.status_is(reply, 200, "completions render")
         data = reply.json()  # its schema is RENDER-002's: the result must post to generate
         if not isinstance(data, list) or not data or not isinstance(data[0], dict):
@@ -26,6 +39,41 @@ def rendered(s: Session) -> dict:
         return data[0]
 
     return s.remember("render", make)
+
+
+def rendered_chat(s: Session) -> dict:
+    def make() -> dict:
+        messages = [{"role": "user", "content": "Hello there"}]
+        reply = s.client.post(
+            CHAT_RENDER, {"model": s.features.model, "messages": messages, **ASKED}
+        )
+        api.status_is(reply, 200, "chat completions render")
+        data = reply.json()
+        if not isinstance(data, dict):
+            fail(f"chat render returned {data!r:.200}, not a GenerateRequest")
+        return data
+
+    return s.remember("render-chat", make)
+
+
+def as_asked(request: dict, what: str) -> None:
+    """A render result is the GenerateRequest its request asks for: the parameters it set, and
+    vLLM's defaults for the others. One that changes a parameter changes what generate does
+    with it, though it posts fine."""
+    params = request.get("sampling_params")
+    params = params if isinstance(params, dict) else {}
+    wrong = [
+        f"sampling_params.{key} is {params[key]!r}, where the request asked {value!r}"
+        for key, value in (DEFAULTS | ASKED).items()
+        if key in params and params[key] != value
+    ]
+    wrong += [
+        f"{key} is {request[key]!r}, where the request (which did not set it) means {value!r}"
+        for key, value in REQUEST_DEFAULTS.items()
+        if key in request and request[key] != value
+    ]
+    if wrong:
+        fail(f"{what}: " + "; ".join(wrong))
 
 
 @checks("RENDER-001")
@@ -40,6 +88,17 @@ def test_render_served(tito: Session) -> None:
 def test_pipeline(tito: Session) -> None:
     request = rendered(tito)
     api.validate("RenderCompletionResponse", [request], "render response")
+    as_asked(request, "the completions render")
+    if request.get("token_ids") != api.PROMPT:
+        fail(
+            f"the completions render of the token prompt {api.PROMPT} gave token_ids "
+            f"{request.get('token_ids')!r:.120}: a token prompt is its own rendering"
+        )
+    if tito.features.tokenizer:  # a chat template needs one (vLLM: 400 without)
+        chat = rendered_chat(tito)
+        api.validate("GenerateRequest", chat, "chat render response")
+        as_asked(chat, "the chat render")
+        api.generate(tito, chat, what="generate of the chat render result")
     response = api.generate(tito, request, what="generate of the render result")
     problems = api.schema_problems("GenerateResponse", response)
     if problems:  # derender is judged on valid responses only; the rest is SCHEMA-GEN-001's

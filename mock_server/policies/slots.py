@@ -84,6 +84,7 @@ class Build:
     top_logprobs_wrong_count: bool = False
     prompt_logprobs_leading_null: bool = True
     render_ids_as_strings: bool = False
+    render_params_lost: bool = False  # the render carries vLLM's defaults, not what was asked
 
 
 @dataclass(frozen=True, slots=True)
