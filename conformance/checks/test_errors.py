@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance import api
+from conformance.checks.test_pipeline import DERENDER
 from conformance.registry import checks
 from conformance.semantics import fail
 from conformance.session import Session
@@ -48,6 +49,17 @@ def test_validation_is_400(tito: Session) -> None:
     reply = tito.client.post(api.GENERATE, api.body(2, temperature="x"))
     if reply.status < 500:  # a 5xx for a wrong type is ERR-008's failure
         api.status_is(reply, 400, "an invalid generate (wrong types)")
+    # vLLM answers every route's validation errors with its one handler: the other routes too
+    names = tito.features.names()
+    others = []
+    if "abort" in names:
+        others.append((api.ABORT, {}, "abort (no request_ids)"))
+    if "render" in names:
+        others.append((DERENDER, {"generate_responses": "tito"}, "derender (a string)"))
+    for path, payload, what in others:  # accepting one is another requirement's failure
+        reply = tito.client.post(path, payload)
+        if 400 < reply.status < 500:
+            api.status_is(reply, 400, f"an invalid {what}")
 
 
 @checks("ERR-004")
