@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance import api
-from conformance.checks.test_pipeline import DERENDER
+from conformance.features import DERENDER
 from conformance.registry import checks
 from conformance.semantics import fail
 from conformance.session import Session
