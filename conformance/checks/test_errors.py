@@ -51,7 +51,7 @@ def test_validation_is_400(tito: Session) -> None:
         api.status_is(reply, 400, "an invalid generate (wrong types)")
     # vLLM answers every route's validation errors with its one handler: the other routes too
     names = tito.features.names()
-    others = []
+    others: list[tuple[str, dict[str, Any], str]] = []
     if "abort" in names:
         others.append((api.ABORT, {}, "abort (no request_ids)"))
     if "render" in names:
