@@ -267,7 +267,22 @@ def generate(
     if not isinstance(data, dict):
         raise AssertionError(f"{what}: the 200 body is not a JSON object: {reply.body[:200]!r}")
     s.observe(schema, what, data)
+    if not is_json_media(reply):
+        s.observe_media(schema, what, reply.headers.get("content-type", "(none)"))
     return data
+
+
+def is_json_media(reply: Reply) -> bool:
+    """The answer says it is JSON (`application/json`, parameters allowed), as the spec's
+    responses are documented: a client picks its decoder by it."""
+    media = reply.headers.get("content-type", "").split(";")[0].strip().lower()
+    return media == "application/json"
+
+
+def json_media(reply: Reply, what: str) -> None:
+    if not is_json_media(reply):
+        media = reply.headers.get("content-type")
+        raise AssertionError(f"{what}: a JSON answer came as Content-Type {media!r}")
 
 
 def timeout_for(s: Session, payload: Any) -> float:

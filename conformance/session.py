@@ -19,6 +19,7 @@ from .registry import Needs
 
 T = TypeVar("T")
 LIMIT_PREFIX = "limit:"  # a skip because of the server's configuration, not a missing feature
+MEDIA = "media"  # `observe_media`'s key beside a schema's
 BLOCKED_PREFIX = "blocked:"  # not judged: a requirement it builds on fails (named in the reason)
 
 
@@ -143,6 +144,13 @@ class Session:
             kept.append((what, body))
         if len(self.recent) < 500:
             self.recent.append((schema, what, body))
+
+    def observe_media(self, schema: str, what: str, media: str) -> None:
+        """Keep an answer of `schema` that came under another content type than the spec's
+        (its body may still parse): the SCHEMA-* requirement of that schema says so."""
+        kept = self.observed.setdefault(f"{schema} {MEDIA}", [])
+        if len(kept) < 2000:
+            kept.append((what, media))
 
     def judged(self, schema: str) -> list[tuple[str, Any]]:
         """Every body of `schema` to judge: those kept, and any a blocked check read."""

@@ -740,6 +740,12 @@ _CATALOGUE: tuple[Defect, ...] = (
         requirements=("GEN-001",),
     ),
     Defect(
+        "generate-json-as-text",
+        "the non-streamed generate answer (JSON) is sent as text/plain",
+        breaks=("schema",),
+        requirements=("SCHEMA-GEN-001",),
+    ),
+    Defect(
         "schema-index-string",
         "choices[].index is a string",
         breaks=("schema",),

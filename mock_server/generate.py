@@ -162,7 +162,7 @@ class GenerateEndpoint:
         if data is None:
             text = json.dumps(builder.full(plp), separators=(",", ":"), ensure_ascii=False)
             data = text.encode()
-        await send_bytes(send, 200, apply_wire(cfg, data))
+        await send_bytes(send, 200, apply_wire(cfg, data), cfg.policies.write.json_media)
 
     def _builder(self, job: Job, req: GenerateRequest) -> Builder:
         """The answer's builder: the output mode's (0.33+: "derender", `derender_mode`)."""

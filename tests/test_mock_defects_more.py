@@ -54,6 +54,11 @@ async def legacy_abort_probe(c: httpx.AsyncClient) -> Any:
     return ch(await task)["finish_reason"]
 
 
+async def media(c: Any, body: Any) -> str | None:
+    """The content type of a non-streamed generate answer."""
+    return (await c.post("/inference/v1/generate", json=body)).headers.get("content-type")
+
+
 MORE: dict[str, tuple[list[str], Probe]] = {
     "api-key-generate-open": (AUTH, lambda c: status(c, B)),
     "tokens-mode-text": (SO, lambda c: j(c, B)),
@@ -101,6 +106,7 @@ MORE: dict[str, tuple[list[str], Probe]] = {
     "weight-update-no-split": ([*SO, "--mock-itl-ms", "2"], split_probe),
     "abort-route-missing": (SO, lambda c: status(c, {"request_ids": []}, ABORT)),
     "abort-json-body": (SO, lambda c: c.post(ABORT, json={"request_ids": []})),
+    "generate-json-as-text": (SO, lambda c: media(c, B)),
     "legacy-abort-ignored": ([*TO, *ITL], legacy_abort_probe),
     "dp-rank-zero-rejected": (SO, lambda c: status(c, B, headers={"X-data-parallel-rank": "0"})),
     "disabled-abort-open": ([], lambda c: status(c, {"request_ids": []}, ABORT)),

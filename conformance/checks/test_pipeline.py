@@ -33,6 +33,7 @@ def rendered(s: Session) -> dict:
         asked = {"model": s.features.model, "prompt": api.PROMPT, **ASKED}
         reply = s.client.post(RENDER, asked)
         api.status_is(reply, 200, "completions render")
+        api.json_media(reply, "completions render")
         data = reply.json()  # its schema is RENDER-002's: the result must post to generate
         if not isinstance(data, list) or not data or not isinstance(data[0], dict):
             fail(f"render returned {data!r:.200}, not a non-empty list of GenerateRequest")
@@ -48,6 +49,7 @@ def rendered_chat(s: Session) -> dict:
             CHAT_RENDER, {"model": s.features.model, "messages": messages, **ASKED}
         )
         api.status_is(reply, 200, "chat completions render")
+        api.json_media(reply, "chat completions render")
         data = reply.json()
         if not isinstance(data, dict):
             fail(f"chat render returned {data!r:.200}, not a GenerateRequest")
@@ -109,6 +111,7 @@ def test_pipeline(tito: Session) -> None:
         return  # derender detokenizes: a server without a tokenizer only renders token prompts
     reply = tito.client.post(DERENDER, {"generate_responses": [response]})
     api.status_is(reply, 200, "derender of the generate response")
+    api.json_media(reply, "derender of the generate response")
     api.validate("CompletionResponse", reply.json(), "derender response")
 
 

@@ -19,7 +19,7 @@ from conformance import api
 from conformance.form import uncharged
 from conformance.registry import checks
 from conformance.semantics import fail
-from conformance.session import BLOCKED_PREFIX, Session
+from conformance.session import BLOCKED_PREFIX, MEDIA, Session
 
 SHOWN = 5
 
@@ -81,6 +81,13 @@ def test_generate_responses_match_schema(tito: Session) -> None:
         return api.generate(tito, payload, headers, what=what)  # kept with the others
 
     _send_own(tito, send)
+    media = tito.observed.get(f"GenerateResponse {MEDIA}", [])
+    if media:
+        shown = "; ".join(f"{what}: {value!r}" for what, value in media[:SHOWN])
+        fail(
+            f"{len(media)} JSON answers of generate came under another Content-Type than "
+            f"the spec's application/json: {shown}"
+        )
     _judge(tito, "GenerateResponse")
 
 

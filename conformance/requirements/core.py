@@ -261,6 +261,6 @@ REQUIREMENTS = [
             ),
         ),
         diff=("basic",),
-        defects=("schema-index-string",),
+        defects=("schema-index-string", "generate-json-as-text"),
     ),
 ]

@@ -96,6 +96,7 @@ class Frame:
 @dataclass(frozen=True, slots=True)
 class Write:
     abort_json_body: bool = False
+    json_media: str = "application/json"  # the non-streamed generate answer's content type
 
 
 @dataclass(frozen=True, slots=True)
