@@ -28,7 +28,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from benchmarks.bench_blast_radius import MAX_RADIUS, MEDIAN_RADIUS, failing, judged, percentile
-from benchmarks.fault_catalogue import Fault, exercised, generate_faults, shape_count
+from benchmarks.fault_catalogue import Fault, exercised, free, generate_faults, shape_count
 from benchmarks.fault_proxy import proxied
 from conformance.embedded import QUICK, embedded_mock
 from conformance.results import Status
@@ -192,6 +192,11 @@ def main() -> None:
                 f"[{profile}] faults the suite's answers can carry: {len(runnable)} of "
                 f"{len(faults)}; not exercised by shape: {dict(idle)}"
             )
+            unfree = [f for f in runnable if not free(f)]
+            print(f"[{profile}] free values, no defect (not run): {len(runnable) - len(unfree)}")
+            for fault in (f for f in runnable if free(f)):
+                print(f"  {fault.name}: {free(fault)}")
+            runnable = unfree
             picked = sample(runnable, args.limit)
             futures: list[tuple[Fault, Future[Run]]] = [
                 (f, pool.submit(proxied_run, profile, f.name)) for f in picked

@@ -64,6 +64,29 @@ OPERATIONS: dict[str, str] = {
 """The TITO operations whose status and content type are faulted, by short name."""
 
 STREAM_FAULTS = ("done:drop", "event:non-json", "events:merged")
+_CLOCK = "any Unix time: the document fixes no clock"
+_NAME = "the served model's name, which the document does not state"
+_WORDS = "words of the server's choosing: the document fixes the error's shape and code only"
+_OWN_ID = "an id the server chooses: the request named none"
+FREE: dict[str, str] = {
+    **{f"{w}.created": _CLOCK for w in ("generate", "generate-text", "derender", "derender-chat")},
+    **{f"{w}.model": _NAME for w in ("generate", "generate-text", "derender", "derender-chat")},
+    **{f"{w}.id": _OWN_ID for w in ("derender", "derender-chat")},
+    **{f"{w}.request_id": _OWN_ID for w in ("render[]", "render-chat")},
+    **{
+        f"{w}.error.{k}": _WORDS
+        for w in ("error-body", "stream.error-event")
+        for k in ("message", "type", "param")
+    },
+    **{
+        f"{w}.sampling_params.output_kind": "vLLM's internal output kind, which generate sets "
+        "itself (a TITO generate ignores the field)"
+        for w in ("render[]", "render-chat")
+    },
+}
+"""Elements whose value the document leaves to the server: another value of the same type is
+no defect, so their `wrong-value` faults are listed as free, not run (dropping them, nulling
+them or giving them the wrong type is still a fault)."""
 _TYPE_VALUES: dict[str, Json] = {
     "string": "wrong",
     "integer": 7,
@@ -348,6 +371,13 @@ def observe(where: str, body: Json, seen: dict[str, bool], path: Path = ()) -> N
     elif isinstance(body, list):
         for value in body:
             observe(where, value, seen, (*path, "[]"))
+
+
+def free(fault: Fault) -> str | None:
+    """Why the fault is no defect (`FREE`), if it is none."""
+    if fault.mutation != "wrong-value" or not fault.path:
+        return None
+    return FREE.get(element(fault.where, fault.path))
 
 
 def exercised(fault: Fault, seen: Mapping[str, bool]) -> bool:

@@ -23,10 +23,12 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from benchmarks.fault_catalogue import (
+    FREE,
     OPERATIONS,
     SHAPES,
     Fault,
     exercised,
+    free,
     generate_faults,
     merge,
     mutate,
@@ -43,6 +45,13 @@ SAMPLE = copy.deepcopy(
 )
 JSON_BODY = b'{ "request_id" : "generate-tokens-1", "text": "caf\\u00e9 \xc3\xa9" }'
 SSE_BODY = [b'data: {"a": 1}\n\n', b'data: {"choices": [] }\n\n', b"data: [DONE]\n\n"]
+
+
+def test_free_values_name_generated_elements() -> None:
+    """Each element the catalogue calls free (`FREE`: no defect in another value) is one of its
+    generated faults', so a misspelt name cannot quietly leave a real fault unrun."""
+    freed = {f.name.removesuffix(":wrong-value") for f in FAULTS.values() if free(f)}
+    assert freed == set(FREE)
 
 
 def _top_level(schema: str) -> set[str]:

@@ -58,7 +58,7 @@ def rendered_chat(s: Session) -> dict:
     return s.remember("render-chat", make)
 
 
-def as_asked(request: dict, what: str) -> None:
+def as_asked(request: dict, what: str, model: str | None) -> None:
     """A render result is the GenerateRequest its request asks for: the parameters it set, and
     vLLM's defaults for the others. One that changes a parameter changes what generate does
     with it, though it posts fine."""
@@ -74,6 +74,8 @@ def as_asked(request: dict, what: str) -> None:
         for key, value in REQUEST_DEFAULTS.items()
         if key in request and request[key] != value
     ]
+    if model is not None and request.get("model", model) != model:
+        wrong.append(f"model is {request['model']!r}, where the request named {model!r}")
     if wrong:
         fail(f"{what}: " + "; ".join(wrong))
 
@@ -90,7 +92,7 @@ def test_render_served(tito: Session) -> None:
 def test_pipeline(tito: Session) -> None:
     request = rendered(tito)
     api.validate("RenderCompletionResponse", [request], "render response")
-    as_asked(request, "the completions render")
+    as_asked(request, "the completions render", tito.features.model)
     if request.get("token_ids") != api.PROMPT:
         fail(
             f"the completions render of the token prompt {api.PROMPT} gave token_ids "
@@ -99,7 +101,7 @@ def test_pipeline(tito: Session) -> None:
     if tito.features.tokenizer:  # a chat template needs one (vLLM: 400 without)
         chat = rendered_chat(tito)
         api.validate("GenerateRequest", chat, "chat render response")
-        as_asked(chat, "the chat render")
+        as_asked(chat, "the chat render", tito.features.model)
         api.generate(tito, chat, what="generate of the chat render result")
     response = api.generate(tito, request, what="generate of the render result")
     problems = api.schema_problems("GenerateResponse", response)
