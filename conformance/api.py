@@ -16,6 +16,7 @@ from jsonschema import ValidationError
 
 from openapi import SPEC_URI, is_valid, schema_validator
 
+from . import answers
 from .http import Reply, ServerBroke, Stream
 from .outputs import lean
 from .session import Session
@@ -267,6 +268,8 @@ def generate(
     if not isinstance(data, dict):
         raise AssertionError(f"{what}: the 200 body is not a JSON object: {reply.body[:200]!r}")
     s.observe(schema, what, data)
+    if schema == "GenerateResponse":
+        s.keep(answers.of_body(what, payload, data))
     if not is_json_media(reply):
         s.observe_media(schema, what, reply.headers.get("content-type", "(none)"))
     return data
@@ -433,7 +436,10 @@ def stream(
         ctype = st.headers.get("content-type", "")
         if not ctype.startswith("text/event-stream"):
             raise AssertionError(f"{what}: Content-Type is {ctype!r}, not text/event-stream")
-        return read_stream(st, s=s, schema=schema)
+        streamed = read_stream(st, s=s, schema=schema)
+    if schema == "GenerateStreamPayload":
+        s.keep(answers.of_stream(what, payload, streamed.chunks))
+    return streamed
 
 
 def dumps_body(payload: Any) -> bytes:

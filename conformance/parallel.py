@@ -33,6 +33,7 @@ from typing import Any
 
 import pytest
 
+from .answers import Answer
 from .collector import Collector
 from .features import Features
 from .limits import Limits
@@ -40,7 +41,7 @@ from .registry import all_checks, runs_last
 from .results import CheckResult, Status
 from .session import Session, SuiteConfig
 
-SERIAL = ("test_server_wide.py", "test_errors.py", "test_schema.py")
+SERIAL = ("test_server_wide.py", "test_errors.py", "test_schema.py", "test_every_answer.py")
 """Modules that act on or read the whole server (an abort of every request, `/mock/stats`),
 judge what the others received, or may end the server (ERR-007): they run after the workers,
 in the runner's own session. Aborts act
@@ -151,6 +152,7 @@ class Shard:
     observed: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
     malformed: list[tuple[str, str, Any]] = field(default_factory=list)
     error: str = ""
+    answers: list[Answer] = field(default_factory=list)
 
 
 def run_module(
@@ -169,7 +171,9 @@ def run_module(
         error = checks_session(args, [collector])
     finally:
         session.close()
-    return Shard(collector.outcomes, session.observed, session.malformed, error)
+    shard = Shard(collector.outcomes, session.observed, session.malformed, error)
+    shard.answers = session.answers
+    return shard
 
 
 def checks_session(args: list[str], plugins: list[Any]) -> str:
@@ -260,6 +264,8 @@ def merge(
             for what, body in bodies:
                 session.observe(schema, what, body)
         session.malformed += shard.malformed  # a check was blocked on them: judged, always
+        for answer in shard.answers:
+            session.keep(answer)
         if shard.error:
             errors.append(shard.error)
     return outcomes, "\n".join(errors)

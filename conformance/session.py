@@ -11,6 +11,7 @@ from typing import Any, NoReturn, TypeVar
 
 import pytest
 
+from .answers import KEPT, Answer
 from .engine_state import EngineState
 from .features import KNOWN_FEATURES, Features, probe
 from .http import DEFAULT_TIMEOUT_S, Client, Timeouts
@@ -88,6 +89,7 @@ class Session:
     recent: list[tuple[str, str, Any]] = field(default_factory=list)
     malformed: list[tuple[str, str, Any]] = field(default_factory=list)
     failing: set[str] = field(default_factory=set)  # requirement IDs a check failed so far
+    answers: list[Answer] = field(default_factory=list)  # `answers`: every generate answered
     _state: EngineState | None = None
     _direct: dict[str, Client] = field(default_factory=dict)
 
@@ -144,6 +146,11 @@ class Session:
             kept.append((what, body))
         if len(self.recent) < 500:
             self.recent.append((schema, what, body))
+
+    def keep(self, answer: Answer | None) -> None:
+        """Keep a generate answer (of a generate schema) for the rules judged over every one."""
+        if answer is not None and len(self.answers) < KEPT:
+            self.answers.append(answer)
 
     def observe_media(self, schema: str, what: str, media: str) -> None:
         """Keep an answer of `schema` that came under another content type than the spec's

@@ -148,6 +148,55 @@ _CATALOGUE: tuple[Defect, ...] = (
         breaks=("token_ids",),
         requirements=("GEN-RESP-001",),
     ),
+    # a rule broken in one kind of answer only (the every-answer checks)
+    Defect(
+        "stream-ranks-shifted",
+        "a tokens-mode stream's logprob ranks are one too high (bodies are right)",
+        breaks=("logprobs",),
+        requirements=("LOGP-006",),
+    ),
+    Defect(
+        "text-logprobs-short",
+        "a text-mode answer's logprobs miss their last entry",
+        breaks=("logprobs",),
+        requirements=("LOGP-002",),
+    ),
+    Defect(
+        "text-sampled-not-first",
+        "a text-mode answer lists the sampled token second in top_logprobs",
+        breaks=("logprobs",),
+        requirements=("LOGP-003",),
+    ),
+    Defect(
+        "text-logprobs-positive",
+        "every logprob of a text-mode answer is 0.5",
+        breaks=("logprobs",),
+        requirements=("LOGP-007",),
+    ),
+    Defect(
+        "text-stream-bytes-wrong",
+        "a text-mode stream's logprob bytes carry one byte too many",
+        breaks=("text logprobs",),
+        requirements=("TEXT-003",),
+    ),
+    Defect(
+        "text-spans-short",
+        "a text-mode answer's weight_versions end one token early",
+        breaks=("weight_versions",),
+        requirements=("WV-002",),
+    ),
+    Defect(
+        "text-stream-spans-short",
+        "a text-mode stream's weight_versions end one token early",
+        breaks=("weight_versions",),
+        requirements=("WV-004",),
+    ),
+    Defect(
+        "choices-short-with-logprobs",
+        "with n > 1 and logprobs asked, the last choice is missing",
+        breaks=("choices",),
+        requirements=("GEN-REQ-008",),
+    ),
     Defect(
         "token-ids-shifted",
         "non-streamed token_ids name the next id of each generated token",

@@ -18,6 +18,7 @@ ITL = ["--mock-itl-ms", "1"]
 R34 = [*SO, "--mock-vllm-version", "0.34"]
 DERENDER = {"output_mode": "derender"}
 AS_IDS = {"parse_context": {"return_tokens_as_token_ids": True}}
+TEXT_LOGPROBS = {**sp(logprobs=2, temperature=1.0, seed=3), "output_mode": "text"}
 
 
 @pytest.fixture
@@ -107,6 +108,15 @@ MORE: dict[str, tuple[list[str], Probe]] = {
     "abort-route-missing": (SO, lambda c: status(c, {"request_ids": []}, ABORT)),
     "abort-json-body": (SO, lambda c: c.post(ABORT, json={"request_ids": []})),
     "generate-json-as-text": (SO, lambda c: media(c, B)),
+    # a rule broken in one kind of answer only
+    "stream-ranks-shifted": (SO, lambda c: raw(c, sp(logprobs=2, temperature=1.0, seed=3))),
+    "text-logprobs-short": (SO, lambda c: j(c, TEXT_LOGPROBS)),
+    "text-sampled-not-first": (SO, lambda c: j(c, TEXT_LOGPROBS)),
+    "text-logprobs-positive": (SO, lambda c: j(c, TEXT_LOGPROBS)),
+    "text-stream-bytes-wrong": (SO, lambda c: raw(c, TEXT_LOGPROBS)),
+    "text-spans-short": (SO, lambda c: j(c, {**sp(), "output_mode": "text"})),
+    "text-stream-spans-short": (SO, lambda c: raw(c, {**sp(), "output_mode": "text"})),
+    "choices-short-with-logprobs": (SO, lambda c: j(c, sp(n=2, seed=3, logprobs=1))),
     "legacy-abort-ignored": ([*TO, *ITL], legacy_abort_probe),
     "dp-rank-zero-rejected": (SO, lambda c: status(c, B, headers={"X-data-parallel-rank": "0"})),
     "disabled-abort-open": ([], lambda c: status(c, {"request_ids": []}, ABORT)),

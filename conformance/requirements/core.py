@@ -126,7 +126,7 @@ REQUIREMENTS = [
         "n > 1 returns n choices indexed 0..n-1",
         needs=("generate",),
         diff=("n2-logprobs-2", "n3-ignore-eos"),
-        defects=("n-ignored",),
+        defects=("n-ignored", "choices-short-with-logprobs"),
     ),
     Requirement(
         "GEN-REQ-009",

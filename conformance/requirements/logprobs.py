@@ -26,7 +26,7 @@ REQUIREMENTS = [
         needs=("generate",),
         ground="logprob-count",
         diff=("n2-logprobs-2",),
-        defects=("logprobs-count-mismatch",),
+        defects=("logprobs-count-mismatch", "text-logprobs-short"),
     ),
     Requirement(
         "LOGP-003",
@@ -36,7 +36,7 @@ REQUIREMENTS = [
         "the sampled token is the first entry of top_logprobs",
         needs=("generate",),
         diff=("logprobs-3-greedy",),
-        defects=("top-logprobs-sampled-not-first",),
+        defects=("top-logprobs-sampled-not-first", "text-sampled-not-first"),
     ),
     Requirement(
         "LOGP-004",
@@ -65,7 +65,7 @@ REQUIREMENTS = [
         "an integer token_id and rank per entry",
         "ranks are consistent with the logprobs (rank 1 is the most likely)",
         needs=("generate",),
-        defects=("rank-wrong",),
+        defects=("rank-wrong", "stream-ranks-shifted"),
     ),
     Requirement(
         "LOGP-007",
@@ -74,7 +74,7 @@ REQUIREMENTS = [
         "logprobs keyed by integer token ID",
         "every logprob is finite and <= 0",
         needs=("generate",),
-        defects=("logprobs-positive",),
+        defects=("logprobs-positive", "text-logprobs-positive"),
     ),
     Requirement(
         "LOGP-008",

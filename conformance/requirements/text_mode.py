@@ -40,7 +40,7 @@ REQUIREMENTS = [
         "text-mode logprobs are ChatCompletionLogProbs: token and its UTF-8 bytes everywhere",
         needs=("text-mode",),
         diff=("text-logprobs-2",),
-        defects=("text-logprobs-tokens-shape",),
+        defects=("text-logprobs-tokens-shape", "text-stream-bytes-wrong"),
         fields=("logprobs",),
     ),
     Requirement(

@@ -28,7 +28,7 @@ REQUIREMENTS = [
         needs=("generate",),
         ground="spans-cover",
         sequences=("label-then-generate",),
-        defects=("weight-versions-gap",),
+        defects=("weight-versions-gap", "text-spans-short"),
     ),
     Requirement(
         "WV-003",
@@ -49,7 +49,7 @@ REQUIREMENTS = [
         "Its offsets cover the whole output.",
         "the streamed list covers every streamed token of the choice",
         needs=("generate",),
-        defects=("stream-weight-versions-short",),
+        defects=("stream-weight-versions-short", "text-stream-spans-short"),
     ),
     Requirement(
         "WV-005",

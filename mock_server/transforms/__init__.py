@@ -4,7 +4,7 @@ Importing the package registers every transformer; the mock calls the `apply*` f
 one place per kind of answer.
 """
 
-from mock_server.transforms import answers, derender_mode, releases, statuses, streams
+from mock_server.transforms import answers, derender_mode, partial, releases, statuses, streams
 from mock_server.transforms.registry import (
     Context,
     active,
@@ -20,6 +20,7 @@ __all__ = [
     "active",
     "answers",
     "derender_mode",
+    "partial",
     "apply",
     "apply_frame",
     "apply_status",

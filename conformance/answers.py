@@ -1,0 +1,78 @@
+"""Every generate answer a run received, beside the request that asked for it.
+
+Each check of a requirement judges the answers it asked for. A server that breaks a rule only
+in some kind of answer (text mode, a stream) would pass them, although the run holds answers
+that show it: the checks of `checks/test_every_answer.py` judge those rules again over every
+answer here, as SCHEMA-* judges every body's form. An answer is kept as its choices, a
+stream's joined per index, so one rule reads a body and a stream alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from openapi import is_valid
+
+KEPT = 400
+"""Answers kept per run: enough for every check's, bounded for a long fuzz."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    what: str
+    request: dict[str, Any]
+    choices: tuple[dict[str, Any], ...]
+    streamed: bool
+
+    @property
+    def params(self) -> dict[str, Any]:
+        params = self.request.get("sampling_params")
+        return params if isinstance(params, dict) else {}
+
+    @property
+    def logprobs(self) -> int | None:
+        """The logprobs count asked for (None: not asked)."""
+        k = self.params.get("logprobs")
+        return k if isinstance(k, int) and not isinstance(k, bool) and k >= 0 else None
+
+    @property
+    def n(self) -> int:
+        n = self.params.get("n", 1)
+        return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 1
+
+
+def of_body(what: str, request: Any, body: dict[str, Any]) -> Answer | None:
+    """The answer, if its form is the spec's (a malformed one is SCHEMA-GEN-001's)."""
+    choices = body.get("choices")
+    if not isinstance(request, dict) or not isinstance(choices, list):
+        return None
+    if not is_valid("GenerateResponse", body):
+        return None
+    return Answer(what, request, tuple(c for c in choices if isinstance(c, dict)), False)
+
+
+def of_stream(what: str, request: Any, chunks: list[dict[str, Any]]) -> Answer | None:
+    """A stream's choices joined per index: token ids and logprob entries in order, the finish
+    and the spans of the last chunk that carries them. Kept only if every chunk's form is the
+    spec's (SCHEMA-STREAM-001's) and no error event came."""
+    if not isinstance(request, dict):
+        return None
+    if not all("choices" in c and is_valid("GenerateStreamPayload", c) for c in chunks):
+        return None
+    joined: dict[Any, dict[str, Any]] = {}
+    for chunk in chunks:
+        for part in chunk.get("choices") or []:
+            if not isinstance(part, dict):
+                continue
+            choice = joined.setdefault(part.get("index", 0), {"index": part.get("index", 0)})
+            ids = part.get("token_ids")
+            choice["token_ids"] = [*choice.get("token_ids", []), *(ids or [])]
+            logprobs = part.get("logprobs")
+            if isinstance(logprobs, dict) and isinstance(logprobs.get("content"), list):
+                content = choice.setdefault("logprobs", {"content": []})["content"]
+                content += logprobs["content"]
+            for key in ("finish_reason", "stop_reason", "weight_versions"):
+                if part.get(key) is not None:
+                    choice[key] = part[key]
+    return Answer(what, request, tuple(joined.values()), True)

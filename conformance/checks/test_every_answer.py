@@ -1,0 +1,181 @@
+"""Rules of a single answer, judged again over every generate answer the run received.
+
+Each requirement's own check asks for the answer that shows it best; these read every other
+answer too (`conformance.answers`: text mode as well as tokens, streams joined per choice), so
+a server that keeps a rule in one kind of answer and breaks it in another still fails it, and
+only it. Answers whose form is not the spec's are left to SCHEMA-*; the grounds are those of
+each requirement's own check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from conformance import api, semantics
+from conformance.answers import Answer
+from conformance.foundations import builds_on
+from conformance.registry import checks
+from conformance.semantics import as_bytes, fail
+from conformance.session import BLOCKED_PREFIX, Session
+
+
+def _text_form(content: list[dict[str, Any]]) -> bool:
+    """Text mode's entries (a token string, no token_id), whatever the request or the echo
+    says: which mode answered is GEN-REQ-010's and TEXT-007's to judge, not these rules'."""
+    return all(
+        isinstance(e.get("token"), str) and "token_id" not in e and not semantics.is_legacy(e)
+        for e in content
+    )
+
+
+def _logprobs(
+    s: Session, text: bool | None = None
+) -> Iterator[tuple[str, Answer, list[dict[str, Any]], list[Any], bool]]:
+    """(where, answer, logprob entries, token ids, text form) of every choice of every answer
+    that asked for logprobs and carries them (in text form, or the other; None: both)."""
+    for answer in s.answers:
+        if answer.logprobs is None:
+            continue
+        for choice in answer.choices:
+            content = (choice.get("logprobs") or {}).get("content")
+            if not isinstance(content, list) or not all(isinstance(e, dict) for e in content):
+                continue
+            form = _text_form(content)
+            if text is None or form is text:
+                where = f"{answer.what}, choice {choice.get('index')}"
+                yield where, answer, content, semantics.ids_of(choice), form
+
+
+def _judged(count: int) -> None:
+    if not count:
+        pytest.skip("no answer of the run was of the kind this rule reads")
+
+
+@checks("GEN-REQ-008", after_all=True)
+def test_every_answer_has_its_n_choices(tito: Session) -> None:
+    judged = 0
+    for answer in (a for a in tito.answers if not a.streamed):
+        judged += 1
+        got = sorted(api.index_of(c.get("index", -1)) for c in answer.choices)
+        if got != list(range(answer.n)):
+            fail(f"{answer.what}: n {answer.n} was asked, the choices are indexed {got}")
+    _judged(judged)
+
+
+@checks("LOGP-002", after_all=True, builds_on=("GEN-RESP-003",))
+def test_every_answer_has_an_entry_per_token(tito: Session) -> None:
+    judged = 0
+    for where, _, content, ids, _ in _logprobs(tito):
+        judged += 1
+        semantics.check_count(content, ids, where)
+    _judged(judged)
+
+
+@checks("LOGP-003", after_all=True, builds_on=("GEN-RESP-001",))
+def test_every_answer_puts_the_sampled_token_first(tito: Session) -> None:
+    judged = 0
+    for where, _, content, ids, text in _logprobs(tito):
+        if any(semantics.is_legacy(e) for e in content):
+            continue  # the older form is LOGP-001's
+        if not all(e.get("top_logprobs") for e in content):
+            continue  # no alternatives listed: how many there are is LOGP-008's
+        judged += 1
+        if not text:
+            semantics.check_sampled_first(content, ids, where)
+            continue
+        for i, entry in enumerate(content):
+            top = entry.get("top_logprobs") or []
+            first = top[0] if top and isinstance(top[0], dict) else {}
+            if (first.get("token"), first.get("logprob")) != (
+                entry.get("token"),
+                entry.get("logprob"),
+            ):
+                fail(
+                    f"{where}: entry {i}: the sampled token {entry.get('token')!r} "
+                    f"(logprob {entry.get('logprob')}) is not first in top_logprobs (first is "
+                    f"{first.get('token')!r}, logprob {first.get('logprob')})"
+                )
+    _judged(judged)
+
+
+@checks("LOGP-006", after_all=True)
+def test_every_answer_ranks_its_alternatives(tito: Session) -> None:
+    judged = 0
+    for where, answer, content, _, _ in _logprobs(tito, text=False):
+        if any(semantics.is_legacy(e) for e in content):
+            continue
+        try:
+            semantics.check_finite(content, where)
+        except AssertionError as exc:  # ranks cannot be read from such values
+            pytest.skip(f"{BLOCKED_PREFIX} {exc} (LOGP-007)")
+        judged += 1
+        semantics.check_ranks(content, where, answer.logprobs or 0)
+    _judged(judged)
+
+
+@checks("LOGP-007", after_all=True)
+def test_every_answer_has_finite_logprobs(tito: Session) -> None:
+    judged = 0
+    for where, _, content, _, _ in _logprobs(tito):
+        judged += 1
+        semantics.check_finite(content, where)
+    _judged(judged)
+
+
+def _text_items(s: Session) -> Iterator[tuple[str, dict[str, Any]]]:
+    for where, _, content, _, _ in _logprobs(s, text=True):
+        for i, entry in enumerate(content):
+            tops = entry.get("top_logprobs")
+            for j, item in enumerate([entry, *(tops if isinstance(tops, list) else [])]):
+                if isinstance(item, dict):
+                    yield f"{where} entry {i}" + (f" top {j - 1}" if j else ""), item
+
+
+@checks("TEXT-003", after_all=True)
+def test_every_text_answer_has_its_bytes(tito: Session) -> None:
+    judged = 0
+    for where, item in _text_items(tito):
+        token, raw = item.get("token"), item.get("bytes")
+        if not isinstance(token, str) or raw is None or "\ufffd" in token:
+            continue  # the item's keys are TEXT-003's own check's; a placeholder has none
+        judged += 1
+        if as_bytes(raw) != token.encode():
+            fail(f"{where}: bytes {raw} are not the UTF-8 of token {token!r}")
+    _judged(judged)
+
+
+@checks("WV-002", after_all=True, needs=("generate",), builds_on=("GEN-RESP-003",))
+def test_every_answer_covers_its_tokens(tito: Session) -> None:
+    judged = 0
+    for answer in (a for a in tito.answers if not a.streamed):
+        for choice in answer.choices:
+            # an output with no tokens is WV-006's
+            if isinstance(choice.get("weight_versions"), list) and choice.get("token_ids"):
+                judged += 1
+                where = f"{answer.what}, choice {choice.get('index')}"
+                semantics.check_spans(
+                    choice["weight_versions"], len(choice.get("token_ids") or []), where
+                )
+    _judged(judged)
+
+
+@checks("WV-004", after_all=True, needs=("generate",), builds_on=("STREAM-001", "STREAM-003"))
+def test_every_stream_covers_its_tokens(tito: Session) -> None:
+    judged = 0
+    for answer in (a for a in tito.answers if a.streamed):
+        for choice in answer.choices:
+            # an output with no tokens is WV-006's
+            if isinstance(choice.get("weight_versions"), list) and choice.get("token_ids"):
+                judged += 1
+                where = f"{answer.what}, stream choice {choice.get('index')}"
+                try:
+                    semantics.check_spans(
+                        choice["weight_versions"], len(choice.get("token_ids") or []), where
+                    )
+                except AssertionError:
+                    builds_on(tito, "WV-002")  # wrong non-streamed too: WV-002's
+                    raise
+    _judged(judged)

@@ -1,0 +1,107 @@
+"""Defects that break a rule in one kind of answer only: text mode, or a stream.
+
+A server can keep a rule where a requirement's own check looks (a tokens-mode body) and break
+it elsewhere. These are the defects the suite's every-answer checks
+(`conformance/checks/test_every_answer.py`) exist for: each leaves tokens-mode bodies alone.
+"""
+
+from __future__ import annotations
+
+from mock_server.transforms.answers import _choices
+from mock_server.transforms.registry import Context, Json, transformer
+
+
+def _content(choice: Json) -> list[Json]:
+    logprobs = choice.get("logprobs")
+    return logprobs["content"] if isinstance(logprobs, dict) and logprobs.get("content") else []
+
+
+@transformer("stream-ranks-shifted", "chunk")
+def stream_ranks_shifted(chunk: Json, ctx: Context) -> Json:
+    """Every rank of a tokens-mode stream's logprobs one too high."""
+    if ctx.logprobs_shape == "tokens":
+        for choice in _choices(chunk):
+            for entry in _content(choice):
+                for item in [entry, *entry.get("top_logprobs", [])]:
+                    if isinstance(item.get("rank"), int):
+                        item["rank"] += 1
+    return chunk
+
+
+@transformer("text-logprobs-short", "body")
+def text_logprobs_short(body: Json, ctx: Context) -> Json:
+    """A text-mode answer's logprobs miss their last entry."""
+    if ctx.text:
+        for choice in _choices(body):
+            content = _content(choice)
+            if content:
+                content.pop()
+    return body
+
+
+@transformer("text-sampled-not-first", "body")
+def text_sampled_not_first(body: Json, ctx: Context) -> Json:
+    """A text-mode answer lists the sampled token second among its top_logprobs."""
+    if ctx.text:
+        for choice in _choices(body):
+            for entry in _content(choice):
+                top = entry.get("top_logprobs") or []
+                if len(top) > 1:
+                    top[0], top[1] = top[1], top[0]
+    return body
+
+
+@transformer("text-logprobs-positive", "body")
+def text_logprobs_positive(body: Json, ctx: Context) -> Json:
+    """Every logprob of a text-mode answer is 0.5 (a probability above 1)."""
+    if ctx.text:
+        for choice in _choices(body):
+            for entry in _content(choice):
+                for item in [entry, *entry.get("top_logprobs", [])]:
+                    item["logprob"] = 0.5
+    return body
+
+
+@transformer("text-stream-bytes-wrong", "chunk")
+def text_stream_bytes_wrong(chunk: Json, ctx: Context) -> Json:
+    """A text-mode stream's logprob bytes carry one byte too many."""
+    if ctx.text:
+        for choice in _choices(chunk):
+            for entry in _content(choice):
+                for item in [entry, *entry.get("top_logprobs", [])]:
+                    if isinstance(item.get("bytes"), list):
+                        item["bytes"] = [*item["bytes"], 32]
+    return chunk
+
+
+def _short_spans(choice: Json) -> None:
+    spans = choice.get("weight_versions")
+    if isinstance(spans, list) and spans and spans[-1]["end"] > spans[-1]["start"] + 1:
+        spans[-1] = {**spans[-1], "end": spans[-1]["end"] - 1}
+
+
+@transformer("text-spans-short", "body")
+def text_spans_short(body: Json, ctx: Context) -> Json:
+    """A text-mode answer's weight_versions end one token early."""
+    if ctx.text:
+        for choice in _choices(body):
+            _short_spans(choice)
+    return body
+
+
+@transformer("text-stream-spans-short", "chunk")
+def text_stream_spans_short(chunk: Json, ctx: Context) -> Json:
+    """A text-mode stream's final weight_versions end one token early."""
+    if ctx.text:
+        for choice in _choices(chunk):
+            _short_spans(choice)
+    return chunk
+
+
+@transformer("choices-short-with-logprobs", "body")
+def choices_short_with_logprobs(body: Json, ctx: Context) -> Json:
+    """With n > 1 and logprobs asked, the last choice is missing."""
+    choices = _choices(body)
+    if ctx.req.sampling.logprobs is not None and len(choices) > 1:
+        choices.pop()
+    return body
