@@ -218,9 +218,14 @@ def validate(schema: str, instance: Any, what: str) -> None:
         raise AssertionError(f"{what} does not match {schema}: {'; '.join(problems)}")
 
 
+class StatusMismatch(AssertionError):
+    """An answer's status was not the one demanded: the server's own choice, never a reading
+    of some other answer's malformed body (`Collector` does not block it on one)."""
+
+
 def status_is(reply: Reply, expected: int, what: str) -> None:
     if reply.status != expected:
-        raise AssertionError(f"{what}: expected HTTP {expected}, got {answer_of(reply)}")
+        raise StatusMismatch(f"{what}: expected HTTP {expected}, got {answer_of(reply)}")
 
 
 def stated_error(status: int | None, body: bytes) -> int | None:

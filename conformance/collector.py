@@ -171,9 +171,10 @@ class Collector:
         if report.when == "call" or (report.when == "setup" and not report.passed):
             self._record(item, call, report)
 
-    def _ground(self, ids: tuple[str, ...]) -> str | None:
-        """Why a failed check is blocked instead (None: its failure stands)."""
-        return self._exchange_ground(ids) or self._malformed_ground(ids)
+    def _ground(self, ids: tuple[str, ...], status: bool = False) -> str | None:
+        """Why a failed check is blocked instead (None: its failure stands). A wrong `status`
+        is the server's choice: no malformed body read before it explains it."""
+        return self._exchange_ground(ids) or (None if status else self._malformed_ground(ids))
 
     def _exchange_ground(self, ids: tuple[str, ...]) -> str | None:
         """The first of `EXCHANGE_GROUNDS` the failed check's exchanges show and whose probe
@@ -243,7 +244,8 @@ class Collector:
             self.outcomes.append((ids, skipped))
             return
         excinfo = call.excinfo
-        ground = self._ground(ids) if report.when == "call" else None
+        wrong_status = excinfo is not None and excinfo.errisinstance(api.StatusMismatch)
+        ground = self._ground(ids, wrong_status) if report.when == "call" else None
         if ground is not None:
             self.outcomes.append(
                 (

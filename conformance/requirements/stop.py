@@ -15,6 +15,7 @@ REQUIREMENTS = [
         "a matched stop_token_ids entry ends the choice: finish_reason stop, stop_reason the id",
         needs=("generate",),
         diff=("stop-token-ids-include", "stream-stop-token-ids-seeded"),
+        fields=("stop_reason",),
         defects=(
             "stop-reason-null",
             "stop-token-ids-ignored",

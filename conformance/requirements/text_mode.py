@@ -61,6 +61,7 @@ REQUIREMENTS = [
         needs=("generate",),
         anchor="output-mode-echo",
         defects=("output-mode-not-echoed",),
+        fields=("output_mode",),
     ),
     Requirement(
         "TEXT-006",
