@@ -63,10 +63,15 @@ def integral_floats_to_ints(value: Any) -> Any:
 
 
 def fold_ids(values: Any, bound: int) -> Any:
-    """Ids at or above `bound` folded inside; anything else (negatives, non-ints) untouched."""
+    """Ids at or above `bound` folded inside, an integral float too (pydantic's lax mode reads
+    645423.0 as the id 645423); anything else (negatives, non-numbers) untouched."""
     if not isinstance(values, list):
         return values
-    return [v % bound if _is_int(v) and v >= bound else v for v in values]
+    return [v % bound if _id_like(v) and v >= bound else v for v in values]
+
+
+def _id_like(value: Any) -> bool:
+    return _is_int(value) or (isinstance(value, float) and value.is_integer())
 
 
 def bound_generate(body: Any, facts: ServerFacts, max_tokens: int, max_prompt: int) -> None:
