@@ -74,28 +74,18 @@ def text_stream_bytes_wrong(chunk: Json, ctx: Context) -> Json:
     return chunk
 
 
-def _short_spans(choice: Json) -> None:
-    spans = choice.get("weight_versions")
-    if isinstance(spans, list) and spans and spans[-1]["end"] > spans[-1]["start"] + 1:
-        spans[-1] = {**spans[-1], "end": spans[-1]["end"] - 1}
-
-
-@transformer("text-spans-short", "body")
-def text_spans_short(body: Json, ctx: Context) -> Json:
-    """A text-mode answer's weight_versions end one token early."""
+def _spans_short(obj: Json, ctx: Context) -> Json:
+    """A text-mode answer's (or stream's final) weight_versions end one token early."""
     if ctx.text:
-        for choice in _choices(body):
-            _short_spans(choice)
-    return body
+        for choice in _choices(obj):
+            spans = choice.get("weight_versions")
+            if isinstance(spans, list) and spans and spans[-1]["end"] > spans[-1]["start"] + 1:
+                spans[-1] = {**spans[-1], "end": spans[-1]["end"] - 1}
+    return obj
 
 
-@transformer("text-stream-spans-short", "chunk")
-def text_stream_spans_short(chunk: Json, ctx: Context) -> Json:
-    """A text-mode stream's final weight_versions end one token early."""
-    if ctx.text:
-        for choice in _choices(chunk):
-            _short_spans(choice)
-    return chunk
+transformer("text-spans-short", "body")(_spans_short)
+transformer("text-stream-spans-short", "chunk")(_spans_short)
 
 
 @transformer("choices-short-with-logprobs", "body")
