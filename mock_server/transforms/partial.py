@@ -7,8 +7,16 @@ it elsewhere. These are the defects the suite's every-answer checks
 
 from __future__ import annotations
 
-from mock_server.transforms.answers import _choices
+from collections.abc import Iterator
+
+from mock_server.transforms.answers import _choices, _entries
 from mock_server.transforms.registry import Context, Json, transformer
+
+
+def _items(obj: Json) -> Iterator[Json]:
+    """Every logprob item of every choice: the entries and their top_logprobs."""
+    for choice in _choices(obj):
+        yield from _entries(choice)
 
 
 def _content(choice: Json) -> list[Json]:
@@ -20,11 +28,9 @@ def _content(choice: Json) -> list[Json]:
 def stream_ranks_shifted(chunk: Json, ctx: Context) -> Json:
     """Every rank of a tokens-mode stream's logprobs one too high."""
     if ctx.logprobs_shape == "tokens":
-        for choice in _choices(chunk):
-            for entry in _content(choice):
-                for item in [entry, *entry.get("top_logprobs", [])]:
-                    if isinstance(item.get("rank"), int):
-                        item["rank"] += 1
+        for item in _items(chunk):
+            if isinstance(item.get("rank"), int):
+                item["rank"] += 1
     return chunk
 
 
@@ -55,10 +61,8 @@ def text_sampled_not_first(body: Json, ctx: Context) -> Json:
 def text_logprobs_positive(body: Json, ctx: Context) -> Json:
     """Every logprob of a text-mode answer is 0.5 (a probability above 1)."""
     if ctx.text:
-        for choice in _choices(body):
-            for entry in _content(choice):
-                for item in [entry, *entry.get("top_logprobs", [])]:
-                    item["logprob"] = 0.5
+        for item in _items(body):
+            item["logprob"] = 0.5
     return body
 
 
@@ -66,11 +70,9 @@ def text_logprobs_positive(body: Json, ctx: Context) -> Json:
 def text_stream_bytes_wrong(chunk: Json, ctx: Context) -> Json:
     """A text-mode stream's logprob bytes carry one byte too many."""
     if ctx.text:
-        for choice in _choices(chunk):
-            for entry in _content(choice):
-                for item in [entry, *entry.get("top_logprobs", [])]:
-                    if isinstance(item.get("bytes"), list):
-                        item["bytes"] = [*item["bytes"], 32]
+        for item in _items(chunk):
+            if isinstance(item.get("bytes"), list):
+                item["bytes"] = [*item["bytes"], 32]
     return chunk
 
 
