@@ -714,6 +714,12 @@ _CATALOGUE: tuple[Defect, ...] = (
         requirements=("RENDER-002",),
     ),
     Defect(
+        "derender-finish-stop",
+        "a derendered completion choice says finish_reason stop whatever the response said",
+        breaks=("derender",),
+        requirements=("RENDER-002",),
+    ),
+    Defect(
         "render-missing",
         "render and derender answer 404 on a scale-out server",
         breaks=("render",),

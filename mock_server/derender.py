@@ -168,7 +168,9 @@ def derender_routes(state: AppState) -> list[Route]:
                         "index": len(choices),
                         "text": _decode_text(tok, ids),
                         "logprobs": logprobs,
-                        "finish_reason": choice.get("finish_reason", "stop"),
+                        "finish_reason": "stop"
+                        if cfg.policies.build.derender_finish_stop
+                        else choice.get("finish_reason", "stop"),
                         "stop_reason": choice.get("stop_reason"),
                         "token_ids": None,
                         "prompt_logprobs": None,

@@ -60,6 +60,13 @@ async def media(c: Any, body: Any) -> str | None:
     return (await c.post("/inference/v1/generate", json=body)).headers.get("content-type")
 
 
+async def derender_of_length(c: Any) -> Any:
+    """The derender of a response that ended at its length."""
+    response = await j(c, B)
+    body = {"generate_responses": [response]}
+    return (await c.post("/v1/completions/derender", json=body)).json()["choices"]
+
+
 MORE: dict[str, tuple[list[str], Probe]] = {
     "api-key-generate-open": (AUTH, lambda c: status(c, B)),
     "tokens-mode-text": (SO, lambda c: j(c, B)),
@@ -108,6 +115,7 @@ MORE: dict[str, tuple[list[str], Probe]] = {
     "abort-route-missing": (SO, lambda c: status(c, {"request_ids": []}, ABORT)),
     "abort-json-body": (SO, lambda c: c.post(ABORT, json={"request_ids": []})),
     "generate-json-as-text": (SO, lambda c: media(c, B)),
+    "derender-finish-stop": (SO, derender_of_length),
     # a rule broken in one kind of answer only
     "stream-ranks-shifted": (SO, lambda c: raw(c, sp(logprobs=2, temperature=1.0, seed=3))),
     "text-logprobs-short": (SO, lambda c: j(c, TEXT_LOGPROBS)),

@@ -114,7 +114,22 @@ def test_pipeline(tito: Session) -> None:
     reply = tito.client.post(DERENDER, {"generate_responses": [response]})
     api.status_is(reply, 200, "derender of the generate response")
     api.json_media(reply, "derender of the generate response")
-    api.validate("CompletionResponse", reply.json(), "derender response")
+    derendered = reply.json()
+    api.validate("CompletionResponse", derendered, "derender response")
+    same_outcome(response, derendered)
+
+
+def same_outcome(response: dict, derendered: dict) -> None:
+    """A derender turns tokens into text and keeps the rest of the answer: each choice's index
+    and finish_reason, and the completion tokens counted (vLLM 0.32; its prompt count comes
+    from the derender request's own `prompt_tokens`, not sent here)."""
+    finished = {c.get("index"): c.get("finish_reason") for c in response.get("choices") or []}
+    got = {c.get("index"): c.get("finish_reason") for c in derendered.get("choices") or []}
+    if got != finished:
+        fail(f"derender's choices (index: finish_reason) are {got}, the response's {finished}")
+    usage, kept = response.get("usage") or {}, derendered.get("usage") or {}
+    if usage.get("completion_tokens") != kept.get("completion_tokens"):
+        fail(f"derender's usage {kept} does not count the response's completion tokens {usage}")
 
 
 @checks("RENDER-003")

@@ -48,7 +48,7 @@ REQUIREMENTS = [
         expected_status=200,
         needs=("render",),
         sequences=("render-generate-derender",),
-        defects=("render-generate-mismatch", "render-params-lost"),
+        defects=("render-generate-mismatch", "render-params-lost", "derender-finish-stop"),
     ),
     Requirement(
         "RENDER-003",

@@ -85,6 +85,7 @@ class Build:
     prompt_logprobs_leading_null: bool = True
     render_ids_as_strings: bool = False
     render_params_lost: bool = False  # the render carries vLLM's defaults, not what was asked
+    derender_finish_stop: bool = False  # a derendered choice says "stop" whatever it said
 
 
 @dataclass(frozen=True, slots=True)
