@@ -78,6 +78,7 @@ FREE: dict[str, str] = {
         for w in ("error-body", "stream.error-event")
         for k in ("message", "type", "param")
     },
+    "abort-dev.aborted": "how many requests the server was running when asked",
     **{
         f"{w}.sampling_params.output_kind": "vLLM's internal output kind, which generate sets "
         "itself (a TITO generate ignores the field)"
