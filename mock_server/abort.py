@@ -88,4 +88,5 @@ class DevAbortEndpoint:
         ids = _ids(body.get("request_ids"))
         engine = self.state.engine
         count = engine.abort(ids) if ids else engine.abort_all()
-        await send_json(send, 200, {"status": "aborted", "aborted": count})
+        key = self.state.config.policies.write.dev_abort_count_key
+        await send_json(send, 200, {"status": "aborted", key: count})

@@ -569,6 +569,12 @@ _CATALOGUE: tuple[Defect, ...] = (
         requirements=("ABORT-001",),
     ),
     Defect(
+        "dev-abort-count-renamed",
+        'the dev-mode /abort_requests answers {"status": "aborted", "aborted_count": N}',
+        breaks=("abort",),
+        requirements=("ABORT-008",),
+    ),
+    Defect(
         "abort-json-body",
         'abort answers 200 with {"status": "ok"} instead of an empty body',
         breaks=("abort",),

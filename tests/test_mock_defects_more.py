@@ -114,6 +114,7 @@ MORE: dict[str, tuple[list[str], Probe]] = {
     "weight-update-no-split": ([*SO, "--mock-itl-ms", "2"], split_probe),
     "abort-route-missing": (SO, lambda c: status(c, {"request_ids": []}, ABORT)),
     "abort-json-body": (SO, lambda c: c.post(ABORT, json={"request_ids": []})),
+    "dev-abort-count-renamed": (SO, lambda c: c.post("/abort_requests", json={"request_ids": []})),
     "generate-json-as-text": (SO, lambda c: media(c, B)),
     "derender-finish-stop": (SO, derender_of_length),
     # a rule broken in one kind of answer only
@@ -145,7 +146,7 @@ MORE: dict[str, tuple[list[str], Probe]] = {
         lambda c: j(c, {**sp(logprobs=1), "output_mode": "text", **AS_IDS}),
     ),
 }
-DEV = {"weight-update-no-split"}  # needs VLLM_SERVER_DEV_MODE=1 for /update_weight_version
+DEV = {"weight-update-no-split", "dev-abort-count-renamed"}  # VLLM_SERVER_DEV_MODE=1 routes
 
 
 @pytest.mark.parametrize("name", sorted(MORE))

@@ -100,7 +100,7 @@ REQUIREMENTS = [
         evidence="vllm-cpu.md: POST /abort_requests {} is 404 on a scale-out server",
         needs=("generate",),
         diff=("legacy-abort-not-served",),
-        defects=("legacy-abort-everywhere",),
+        defects=("legacy-abort-everywhere", "dev-abort-count-renamed"),
     ),
     Requirement(
         "ABORT-009",

@@ -98,6 +98,7 @@ class Frame:
 class Write:
     abort_json_body: bool = False
     json_media: str = "application/json"  # the non-streamed generate answer's content type
+    dev_abort_count_key: str = "aborted"  # the dev-mode /abort_requests answer's count key
 
 
 @dataclass(frozen=True, slots=True)
