@@ -10,9 +10,12 @@ stream's joined per index, so one rule reads a body and a stream alike.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openapi import is_valid
+
+if TYPE_CHECKING:
+    from .api import Choice, Streamed
 
 KEPT = 400
 """Answers kept per run: enough for every check's, bounded for a long fuzz."""
@@ -52,27 +55,28 @@ def of_body(what: str, request: Any, body: dict[str, Any]) -> Answer | None:
     return Answer(what, request, tuple(c for c in choices if isinstance(c, dict)), False)
 
 
-def of_stream(what: str, request: Any, chunks: list[dict[str, Any]]) -> Answer | None:
-    """A stream's choices joined per index: token ids and logprob entries in order, the finish
-    and the spans of the last chunk that carries them. Kept only if every chunk's form is the
-    spec's (SCHEMA-STREAM-001's) and no error event came."""
+def of_stream(what: str, request: Any, streamed: Streamed) -> Answer | None:
+    """A stream's choices as `Streamed.choices` joins them, each with the spans of its last
+    chunk that carries them. Kept only if every chunk's form is the spec's
+    (SCHEMA-STREAM-001's) and no error event came."""
     if not isinstance(request, dict):
         return None
-    if not all("choices" in c and is_valid("GenerateStreamPayload", c) for c in chunks):
+    if not all("choices" in c and is_valid("GenerateStreamPayload", c) for c in streamed.chunks):
         return None
-    joined: dict[Any, dict[str, Any]] = {}
-    for chunk in chunks:
-        for part in chunk.get("choices") or []:
-            if not isinstance(part, dict):
-                continue
-            choice = joined.setdefault(part.get("index", 0), {"index": part.get("index", 0)})
-            ids = part.get("token_ids")
-            choice["token_ids"] = [*choice.get("token_ids", []), *(ids or [])]
-            logprobs = part.get("logprobs")
-            if isinstance(logprobs, dict) and isinstance(logprobs.get("content"), list):
-                content = choice.setdefault("logprobs", {"content": []})["content"]
-                content += logprobs["content"]
-            for key in ("finish_reason", "stop_reason", "weight_versions"):
-                if part.get(key) is not None:
-                    choice[key] = part[key]
-    return Answer(what, request, tuple(joined.values()), True)
+    return Answer(what, request, tuple(map(_joined, streamed.choices().values())), True)
+
+
+def _joined(choice: Choice) -> dict[str, Any]:
+    """A joined stream choice in a body's shape: logprobs only where a chunk carried them."""
+    joined: dict[str, Any] = {
+        "index": choice.index,
+        "token_ids": choice.token_ids,
+        "finish_reason": choice.finish_reason,
+        "stop_reason": choice.stop_reason,
+    }
+    if any(isinstance((c.get("logprobs") or {}).get("content"), list) for c in choice.chunks):
+        joined["logprobs"] = {"content": choice.logprobs}
+    spans = [c["weight_versions"] for c in choice.chunks if c.get("weight_versions") is not None]
+    if spans:
+        joined["weight_versions"] = spans[-1]
+    return joined

@@ -443,7 +443,7 @@ def stream(
             raise AssertionError(f"{what}: Content-Type is {ctype!r}, not text/event-stream")
         streamed = read_stream(st, s=s, schema=schema)
     if schema == "GenerateStreamPayload":
-        s.keep(answers.of_stream(what, payload, streamed.chunks))
+        s.keep(answers.of_stream(what, payload, streamed))
     return streamed
 
 

@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 from conformance.answers import of_body, of_stream
+from conformance.api import Streamed
 from openapi import load_spec
 
 SCHEMAS = load_spec()["components"]["schemas"]
@@ -16,6 +17,10 @@ REQUEST = {"token_ids": [1, 2], "sampling_params": {"max_tokens": 2, "logprobs":
 def _chunk(index: int, ids: list[int], **more: Any) -> dict[str, Any]:
     choice = {"index": index, "token_ids": ids, "finish_reason": None, **more}
     return {"request_id": "generate-tokens-x", "output_mode": "tokens", "choices": [choice]}
+
+
+def _streamed(chunks: list[dict[str, Any]]) -> Streamed:
+    return Streamed(200, "text/event-stream", chunks, True, 0, [])
 
 
 def test_a_body_is_its_choices_with_the_request() -> None:
@@ -42,7 +47,7 @@ def test_a_stream_joins_each_choice_in_order() -> None:
         _chunk(1, [9], finish_reason="length", weight_versions=spans),
         _chunk(0, [], finish_reason="stop", stop_reason=8, weight_versions=spans),
     ]
-    answer = of_stream("stream", REQUEST, chunks)
+    answer = of_stream("stream", REQUEST, _streamed(chunks))
     assert answer is not None and answer.streamed
     first, second = answer.choices
     assert first["token_ids"] == [5, 6, 8] and len(first["logprobs"]["content"]) == 3
@@ -56,4 +61,4 @@ def test_a_stream_joins_each_choice_in_order() -> None:
 
 def test_a_stream_with_an_error_event_is_not_judged() -> None:
     error = {"error": {"message": "x", "type": "BadRequestError", "param": None, "code": 400}}
-    assert of_stream("stream", REQUEST, [_chunk(0, [5]), error]) is None
+    assert of_stream("stream", REQUEST, _streamed([_chunk(0, [5]), error])) is None

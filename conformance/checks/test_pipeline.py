@@ -5,13 +5,11 @@ from __future__ import annotations
 import pytest
 
 from conformance import api
+from conformance.features import CHAT_RENDER, DERENDER, RENDER
 from conformance.registry import checks
 from conformance.semantics import fail
 from conformance.session import BLOCKED_PREFIX, Session
 
-RENDER = "/v1/completions/render"
-CHAT_RENDER = "/v1/chat/completions/render"
-DERENDER = "/v1/completions/derender"
 ASKED = {"max_tokens": 4, "temperature": 0}
 """What the render requests set; the rest of a render's sampling_params is vLLM's default."""
 DEFAULTS: dict[str, object] = {

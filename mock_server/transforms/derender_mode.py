@@ -8,20 +8,19 @@ text level, so `ctx.req.output_mode` says "text" for both.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 from mock_server.sequence import TokenRecord
+from mock_server.transforms import answers
+from mock_server.transforms.answers import ANSWERS, _entries
 from mock_server.transforms.registry import Context, Json, transformer
 
-ANSWERS = ("body", "chunk")
 EXTRA = "!"  # what derender-content-wrong adds to each parsed message
 PLACEHOLDER = re.compile(r"^token_id:(\d+)$")
 
 
 def _choices(obj: Json, mode: str) -> list[Json]:
     """The answer's choices when it is in output mode `mode`, else none."""
-    choices: list[Json] = obj.get("choices", []) if obj.get("output_mode") == mode else []
-    return choices
+    return answers._choices(obj) if obj.get("output_mode") == mode else []
 
 
 @transformer("derender-content-wrong", *ANSWERS)
@@ -41,13 +40,6 @@ def derender_stream_no_role(chunk: Json, ctx: Context) -> Json:
     for choice in _choices(chunk, "derender"):
         choice["delta"].pop("role", None)
     return chunk
-
-
-def _entries(choice: Json) -> Iterator[Json]:
-    logprobs = choice.get("logprobs")
-    for entry in logprobs["content"] if logprobs else ():
-        yield entry
-        yield from entry.get("top_logprobs", ())
 
 
 @transformer("parse-context-ignored", *ANSWERS)
