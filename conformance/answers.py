@@ -10,12 +10,11 @@ stream's joined per index, so one rule reads a body and a stream alike.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from openapi import is_valid
 
-if TYPE_CHECKING:
-    from .api import Choice, Streamed
+from .streamed import Choice, Streamed
 
 KEPT = 400
 """Answers kept per run: enough for every check's, bounded for a long fuzz."""

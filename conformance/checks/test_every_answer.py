@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 
-from conformance import api, semantics
+from conformance import semantics
 from conformance.answers import Answer
 from conformance.foundations import builds_on
 from conformance.registry import checks
 from conformance.semantics import as_bytes, fail
 from conformance.session import BLOCKED_PREFIX, Session
+from conformance.streamed import index_of
 
 
 def _text_form(content: list[dict[str, Any]]) -> bool:
@@ -59,7 +60,7 @@ def test_every_answer_has_its_n_choices(tito: Session) -> None:
     judged = 0
     for answer in (a for a in tito.answers if not a.streamed):
         judged += 1
-        got = sorted(api.index_of(c.get("index", -1)) for c in answer.choices)
+        got = sorted(index_of(c.get("index", -1)) for c in answer.choices)
         if got != list(range(answer.n)):
             fail(f"{answer.what}: n {answer.n} was asked, the choices are indexed {got}")
     _judged(judged)

@@ -20,6 +20,7 @@ from conformance.foundations import builds_on
 from conformance.registry import checks
 from conformance.semantics import choices_of, fail, ids_of
 from conformance.session import BLOCKED_PREFIX, Session
+from conformance.streamed import index_of
 
 WHOLE = "GenerateDerenderResponse"
 CHUNK = "GenerateDerenderStreamChunk"
@@ -60,7 +61,7 @@ def test_derender_answers_a_message_per_choice(tito: Session) -> None:
     if data.get("output_mode") != "derender":
         fail(f'sent output_mode "derender", the answer says {data.get("output_mode")!r}')
     text = api.generate(tito, seeded(tito, TEXT), what="text-mode generate of the same request")
-    twins = {api.index_of(c.get("index", 0)): c for c in choices_of(text)}
+    twins = {index_of(c.get("index", 0)): c for c in choices_of(text)}
     for choice in choices_of(data):
         where = f"choice {choice.get('index')}"
         message = choice.get("message")
@@ -69,7 +70,7 @@ def test_derender_answers_a_message_per_choice(tito: Session) -> None:
         _form("DerenderMessage", message, f"{where}'s message")
         if message.get("role") != "assistant":
             fail(f'{where}: message.role is {message.get("role")!r}, not "assistant"')
-        twin = twins.get(api.index_of(choice.get("index", 0)), {})
+        twin = twins.get(index_of(choice.get("index", 0)), {})
         if not isinstance(twin.get("text"), str):
             builds_on(tito, "TEXT-001")  # no text to compare with: TEXT-001's
             fail(f"{where}: the text-mode answer to the same request has no text to compare with")
@@ -96,7 +97,7 @@ def test_streamed_derender_deltas(tito: Session) -> None:
                 f'stream chunk {i} echoes output_mode {chunk.get("output_mode")!r}, not "derender"'
             )
         for choice in chunk.get("choices") or []:
-            index = api.index_of(choice.get("index", 0))
+            index = index_of(choice.get("index", 0))
             where = f"stream chunk {i} (choice {index})"
             delta = choice.get("delta")
             if not isinstance(delta, dict):
@@ -116,7 +117,7 @@ def test_streamed_derender_deltas(tito: Session) -> None:
                 f"{BLOCKED_PREFIX} the non-streamed derender choice {choice.get('index')} has no "
                 "message content to compare with (EXT-DERENDER-001)"
             )
-        part = joined.get(api.index_of(choice.get("index", 0)))
+        part = joined.get(index_of(choice.get("index", 0)))
         if part != whole:
             fail(
                 f"choice {choice.get('index')}: the streamed deltas' content joins to "

@@ -7,6 +7,7 @@ from conformance.foundations import broken, builds_on
 from conformance.registry import checks
 from conformance.semantics import choices_of, fail, ids_of, over_max_logprobs, token_id_of
 from conformance.session import Session
+from conformance.streamed import index_of
 
 
 def seeded_pair(s: Session) -> tuple[dict, api.Streamed]:
@@ -44,7 +45,7 @@ def test_deltas_concatenate(tito: Session) -> None:
     whole, got = seeded_pair(tito)
     joined = got.choices()
     for choice in choices_of(whole):
-        index = api.index_of(choice.get("index", 0))
+        index = index_of(choice.get("index", 0))
         part = joined.get(index)
         if part is None:
             fail(f"choice {index} never appeared in the stream")

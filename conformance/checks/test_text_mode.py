@@ -11,6 +11,7 @@ from conformance.foundations import builds_on
 from conformance.registry import checks
 from conformance.semantics import as_bytes, choices_of, fail, ids_of
 from conformance.session import BLOCKED_PREFIX, Session
+from conformance.streamed import index_of
 
 PLACEHOLDER = re.compile(r"^token_id:(\d+)$")
 SPECIAL = re.compile(r"^<\|.+\|>$")
@@ -168,7 +169,7 @@ def test_text_deltas(tito: Session) -> None:
     for choice in choices_of(text_response(tito)):
         if not isinstance(choice.get("text"), str):
             builds_on(tito, "TEXT-001")  # no text to compare with: TEXT-001's
-        part = joined.get(api.index_of(choice.get("index", 0)))
+        part = joined.get(index_of(choice.get("index", 0)))
         if part is None or part.text != choice.get("text"):
             fail(
                 f"choice {choice.get('index')}: streamed text {part.text if part else None!r} "
