@@ -23,6 +23,8 @@ from .sse import sse_data
 
 MAX_BODY = 8 * 1024 * 1024
 MAX_EVENTS = 20_000
+EVENT_BYTES = 1024
+"""What one stream event may add to a body of the same tokens: its framing and envelope."""
 
 
 class Unsendable(ValueError):

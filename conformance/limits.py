@@ -31,6 +31,18 @@ N_LIMIT = re.compile(r"max_num_seqs \((\d+)\)")
 LOGPROBS_LIMIT = re.compile(r"max allowed: (-?\d+)")
 
 
+LOGPROB_BYTES = 256
+"""What one logprob entry may take (an id, a logprob, in text mode its token and bytes)."""
+
+
+def _logprob_bytes(asked: Any) -> int:
+    """What `logprobs: k` adds per token: the sampled token's entry and k alternatives (the
+    learned per-token size was measured without them)."""
+    if not isinstance(asked, int) or isinstance(asked, bool) or asked < 0:
+        return 0
+    return LOGPROB_BYTES * (1 + min(asked, 1 << 20))
+
+
 @dataclass(frozen=True)
 class Limits:
     """None means "no limit found" (up to what the probe asked for, or not reported)."""
@@ -49,9 +61,11 @@ class Limits:
         whole vocabulary per token: ~1 MB at 151,936 ids) answers far more than a plain one;
         the bound grows with what was asked (choices x tokens) at the learned per-token size,
         so only a server sending more than it could owe is cut off."""
-        per_token = self.bytes_per_token or 0
         sp = body.get("sampling_params") if isinstance(body, dict) else None
-        if not per_token or not isinstance(sp, dict):
+        if not isinstance(sp, dict):
+            return MAX_BODY
+        per_token = (self.bytes_per_token or 0) + _logprob_bytes(sp.get("logprobs"))
+        if not per_token:
             return MAX_BODY
         n, tokens = sp.get("n"), sp.get("max_tokens")
         n = n if isinstance(n, int) else 1

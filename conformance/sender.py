@@ -14,7 +14,7 @@ from typing import Any, TypedDict
 
 import httpx
 
-from .bounded import MAX_BODY, ServerBroke, Unsendable
+from .bounded import EVENT_BYTES, MAX_BODY, MAX_EVENTS, ServerBroke, Unsendable
 from .exchange import Exchange, dumps
 from .sse import is_event_stream
 from .timeouts import Timeouts
@@ -145,9 +145,15 @@ class Sender:
         return exchange
 
     def _max_bytes(self, body: Any) -> int:
-        if self.bound_for is None or body is MISSING:
-            return MAX_BODY
-        return max(MAX_BODY, self.bound_for(body))
+        """A stream frames every token as an event of its own (id, model, created and the
+        choice around one token id: a few hundred bytes, where a body spends a few): it may
+        take `EVENT_BYTES` more per event it may send, up to `MAX_EVENTS`."""
+        bound = MAX_BODY
+        if self.bound_for is not None and body is not MISSING:
+            bound = max(MAX_BODY, self.bound_for(body))
+        if isinstance(body, dict) and body.get("stream") is True:
+            bound += EVENT_BYTES * MAX_EVENTS
+        return bound
 
     def _note(self, timed_out: bool) -> None:
         with self._lock:

@@ -1,0 +1,46 @@
+"""A correct answer is never cut off as too large: the client's body bound grows with what a
+request asks for (choices x tokens, logprobs) and with a stream's per-event framing. WV-009
+once failed on the zero-latency mock: its held stream (4 sequences, 20 logprobs a token) sent
+more than a bound learned from a plain body allowed."""
+
+from __future__ import annotations
+
+from conformance import api
+from conformance.bounded import EVENT_BYTES, MAX_BODY, MAX_EVENTS
+from conformance.embedded import embedded_mock
+from conformance.limits import LOGPROB_BYTES, Limits
+from conformance.session import Session
+
+
+def _ask(tokens: int, n: int = 1, **more: object) -> dict:
+    return {"token_ids": [1], "sampling_params": {"max_tokens": tokens, "n": n, **more}}
+
+
+def test_the_bound_grows_with_choices_tokens_and_logprobs() -> None:
+    limits = Limits(4096, bytes_per_token=10)
+    plain = limits.body_bound(_ask(1000))
+    assert plain == MAX_BODY + 2 * 10 * 1000
+    assert limits.body_bound(_ask(1000, 4)) - MAX_BODY == 4 * (plain - MAX_BODY)
+    with_logprobs = limits.body_bound(_ask(1000, logprobs=20))
+    assert with_logprobs - plain == 2 * LOGPROB_BYTES * 21 * 1000
+    # logprobs are bounded even before the per-token size is learned
+    assert Limits(4096).body_bound(_ask(1000, logprobs=5)) > MAX_BODY
+    # nothing asked that grows an answer: the default
+    assert Limits(4096).body_bound(_ask(1000)) == MAX_BODY
+    assert limits.body_bound({"sampling_params": "garbage"}) == MAX_BODY
+
+
+def test_a_stream_may_spend_its_framing_on_every_event() -> None:
+    with embedded_mock("scale-out") as (_, config):
+        session = Session.open(config)
+        try:
+            plain = session.client._max_bytes(_ask(100))
+            streamed = session.client._max_bytes({**_ask(100), "stream": True})
+            assert streamed - plain == EVENT_BYTES * MAX_EVENTS
+            # the held request of an in-flight plan, read whole: no part of it is cut off
+            held = api.body(2500, n=4, temperature=1.0, seed=1, logprobs=20, ignore_eos=True)
+            got = api.stream(session, held)
+        finally:
+            session.close()
+    assert got.done and not got.errors
+    assert sorted(len(c.token_ids) for c in got.choices().values()) == [2500] * 4
