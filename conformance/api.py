@@ -294,6 +294,17 @@ def json_media(reply: Reply, what: str) -> None:
         raise AssertionError(f"{what}: a JSON answer came as Content-Type {media!r}")
 
 
+def empty_200(reply: Reply, what: str) -> None:
+    """An abort's answer: 200, no body, and no Content-Type that promises one (vLLM sends
+    none; a JSON client reading `application/json` would fail on the empty body)."""
+    status_is(reply, 200, what)
+    if reply.body.strip():
+        raise AssertionError(f"{what}: the response is not empty: {reply.body[:200]!r}")
+    if is_json_media(reply):
+        media = reply.headers.get("content-type")
+        raise AssertionError(f"{what}: an empty response came as Content-Type {media!r}")
+
+
 def timeout_for(s: Session, payload: Any) -> float:
     """The request's time bound at this server's pace: its tokens, or the context by default."""
     params = payload.get("sampling_params") if isinstance(payload, dict) else None

@@ -66,8 +66,11 @@ def landed_or_skip(line: Timeline, outcome: Outcome) -> None:
 @checks("ABORT-001", needs=("generate",))
 def test_abort_registered(tito: Session) -> None:
     reply = tito.client.post(api.ABORT, {"request_ids": []})  # sent, so a failure shows it
-    if reply.status in (404, 405):
-        raise api.StatusMismatch(f"generate is served but POST {api.ABORT} answered {reply.status}")
+    if reply.status != 200:  # a 5xx is no route that aborts either: the probe finds none
+        raise api.StatusMismatch(
+            f"generate is served but POST {api.ABORT} of no ids answered {reply.status}: "
+            f"{reply.body[:200]!r}"
+        )
 
 
 @checks("ABORT-002", needs=("abort",), builds_on=("ABORT-001", "STREAM-001"))
@@ -177,6 +180,4 @@ def test_abort_missing_ids(tito: Session) -> None:
 @checks("ABORT-006", needs=("abort",), builds_on=("ABORT-001",))
 def test_abort_empty_200(tito: Session) -> None:
     reply = tito.client.post(api.ABORT, {"request_ids": [f"generate-tokens-{tito.rid('none')}"]})
-    api.status_is(reply, 200, "abort of an unknown id")
-    if reply.body.strip():
-        fail(f"the abort response is not empty: {reply.body[:200]!r}")
+    api.empty_200(reply, "abort of an unknown id")

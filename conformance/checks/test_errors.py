@@ -54,6 +54,8 @@ def test_validation_is_400(tito: Session) -> None:
     others: list[tuple[str, dict[str, Any], str]] = []
     if "abort" in names:
         others.append((api.ABORT, {}, "abort (no request_ids)"))
+    if "legacy-abort" in names:
+        others.append((api.LEGACY_ABORT, {}, "/abort_requests (no request_ids)"))
     if "render" in names:
         others.append((DERENDER, {"generate_responses": "tito"}, "derender (a string)"))
     for path, payload, what in others:  # accepting one is another requirement's failure

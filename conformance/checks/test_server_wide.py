@@ -33,6 +33,8 @@ def test_legacy_abort_open(tito: Session) -> None:
 def test_legacy_abort(tito: Session) -> None:
     # sent with the key when there is one: that it works without is AUTH-003's
     api.rejected(tito, {}, path=api.LEGACY_ABORT, what="/abort_requests without request_ids")
+    unknown = {"request_ids": [f"generate-tokens-{tito.rid('none')}"]}
+    api.empty_200(tito.client.post(api.LEGACY_ABORT, unknown), "/abort_requests of an unknown id")
     line, outcome = aborted_stream(tito, api.LEGACY_ABORT)
     judge_abort_landed(line, outcome, "a stream aborted through /abort_requests")
 
@@ -46,11 +48,14 @@ def test_no_legacy_abort_elsewhere(tito: Session) -> None:
         return
     if b"aborted" not in reply.body:
         fail(f"/abort_requests answered {reply.status} on a server without --tokens-only")
-    try:  # vLLM's dev-mode route (VLLM_SERVER_DEV_MODE=1), which aborts every request
+    what = "the dev-mode /abort_requests answer"  # VLLM_SERVER_DEV_MODE=1: aborts them all
+    api.status_is(reply, 200, what)
+    api.json_media(reply, what)
+    try:
         body = reply.json()
     except ValueError:
         fail(f"the dev-mode /abort_requests answered {reply.body[:120]!r}, not JSON")
-    api.validate("DevAbortResponse", body, "the dev-mode /abort_requests answer")
+    api.validate("DevAbortResponse", body, what)
 
 
 @checks("ABORT-009", builds_on=("STREAM-001",))
