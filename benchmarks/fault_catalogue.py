@@ -80,6 +80,11 @@ FREE: dict[str, str] = {
     },
     "abort-dev.aborted": "how many requests the server was running when asked",
     **{
+        f"render-chat.token_ids{i}": "the chat template's rendering: the document fixes no "
+        "template, and a client without the model's cannot tell other ids from these"
+        for i in ("", "[]")
+    },
+    **{
         f"{w}.sampling_params.output_kind": "vLLM's internal output kind, which generate sets "
         "itself (a TITO generate ignores the field)"
         for w in ("render[]", "render-chat")

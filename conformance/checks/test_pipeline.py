@@ -10,8 +10,10 @@ from conformance.registry import checks
 from conformance.semantics import fail
 from conformance.session import BLOCKED_PREFIX, Session
 
-ASKED = {"max_tokens": 4, "temperature": 0}
-"""What the render requests set; the rest of a render's sampling_params is vLLM's default."""
+ASKED = {"max_tokens": 4, "temperature": 0.8, "top_p": 0.9, "min_p": 0.05, "seed": 7}
+"""What the render requests set, each of them in the result; the rest of a render's
+sampling_params is vLLM's default. Sampled and seeded: a greedy render leaves top_p and min_p
+out (vLLM resets them), so a render that loses them would go unseen."""
 DEFAULTS: dict[str, object] = {
     "presence_penalty": 0.0,
     "frequency_penalty": 0.0,
@@ -63,9 +65,10 @@ def as_asked(request: dict, what: str, model: str | None) -> None:
     params = request.get("sampling_params")
     params = params if isinstance(params, dict) else {}
     wrong = [
-        f"sampling_params.{key} is {params[key]!r}, where the request asked {value!r}"
+        f"sampling_params.{key} is {params.get(key, 'missing')!r}, where the request asked "
+        f"{value!r}"
         for key, value in (DEFAULTS | ASKED).items()
-        if key in params and params[key] != value
+        if (key in params or key in ASKED) and params.get(key) != value
     ]
     wrong += [
         f"{key} is {request[key]!r}, where the request (which did not set it) means {value!r}"
@@ -109,26 +112,57 @@ def test_pipeline(tito: Session) -> None:
         )
     if not tito.features.tokenizer:
         return  # derender detokenizes: a server without a tokenizer only renders token prompts
-    reply = tito.client.post(DERENDER, {"generate_responses": [response]})
+    prompt = len(request.get("token_ids") or [])
+    asked = {"generate_responses": [response], "prompt_tokens": [prompt]}
+    reply = tito.client.post(DERENDER, asked)
     api.status_is(reply, 200, "derender of the generate response")
     api.json_media(reply, "derender of the generate response")
     derendered = reply.json()
     api.validate("CompletionResponse", derendered, "derender response")
-    same_outcome(response, derendered)
+    same_outcome(response, derendered, prompt)
+    # the same seeded request in text mode: the server's own detokenization of those tokens
+    text = api.generate(tito, {**request, "output_mode": "text"}, what="text mode of it")
+    same_text(response, text, derendered)
 
 
-def same_outcome(response: dict, derendered: dict) -> None:
+def same_outcome(response: dict, derendered: dict, prompt: int) -> None:
     """A derender turns tokens into text and keeps the rest of the answer: each choice's index
-    and finish_reason, and counts the tokens it returned (vLLM 0.32; its prompt count comes
-    from the derender request's own `prompt_tokens`, not sent here)."""
+    and finish_reason, and counts the tokens it returned beside the `prompt_tokens` its
+    request gave (vLLM 0.32)."""
     finished = {c.get("index"): c.get("finish_reason") for c in response.get("choices") or []}
     got = {c.get("index"): c.get("finish_reason") for c in derendered.get("choices") or []}
     if got != finished:
         fail(f"derender's choices (index: finish_reason) are {got}, the response's {finished}")
     returned = sum(len(c.get("token_ids") or []) for c in response.get("choices") or [])
-    counted = (derendered.get("usage") or {}).get("completion_tokens")
+    usage = derendered.get("usage") or {}
+    counted = usage.get("completion_tokens")
     if counted != returned:  # the response's own count is GEN-RESP-003's
         fail(f"derender counts {counted} completion tokens; the response returned {returned}")
+    if usage.get("prompt_tokens") != prompt:
+        fail(
+            f"derender counts {usage.get('prompt_tokens')} prompt tokens; its request gave {prompt}"
+        )
+    if usage.get("total_tokens") != prompt + returned:
+        fail(f"derender's usage {usage} does not add up: total is not prompt + completion")
+
+
+def same_text(response: dict, text: dict, derendered: dict) -> None:
+    """Derender is the detokenization text mode does in one call (tito-api.md: text "returns
+    text and token IDs in a single call, without a separate derender hop"): where the text-mode
+    answer carries the same tokens, each choice's derendered text is its text. (Other tokens:
+    a seeded request that differs between modes is TEXT-*'s to judge, not this.)"""
+    ids = {c.get("index"): c.get("token_ids") for c in response.get("choices") or []}
+    said = {c.get("index"): c.get("text") for c in text.get("choices") or []}
+    for choice in derendered.get("choices") or []:
+        index = choice.get("index")
+        twin = next((c for c in text.get("choices") or [] if c.get("index") == index), None)
+        if twin is None or twin.get("token_ids") != ids.get(index):
+            continue
+        if choice.get("text") != said[index]:
+            fail(
+                f"derender gave choice {index} the text {choice.get('text')!r:.120}; text mode "
+                f"gave the same tokens the text {said[index]!r:.120}"
+            )
 
 
 @checks("RENDER-003")
