@@ -26,6 +26,20 @@ class Answer:
     request: dict[str, Any]
     choices: tuple[dict[str, Any], ...]
     streamed: bool
+    ids: tuple[Any, ...] = ()  # the request_id of the body, or of each chunk in order
+    modes: tuple[Any, ...] = ()  # the output_mode of the body, or of each chunk in order
+    header_id: str | None = None  # the X-Request-Id the request was sent with
+
+    @property
+    def sent_id(self) -> str | None:
+        """The id the request named (the header wins, GEN-RESP-006), None: it named none."""
+        body_id = self.request.get("request_id")
+        return self.header_id or (body_id if isinstance(body_id, str) and body_id else None)
+
+    @property
+    def mode(self) -> Any:
+        """The output_mode the request asked for (tokens when it set none)."""
+        return self.request.get("output_mode", "tokens")
 
     @property
     def params(self) -> dict[str, Any]:
@@ -44,17 +58,28 @@ class Answer:
         return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 1
 
 
-def of_body(what: str, request: Any, body: dict[str, Any]) -> Answer | None:
+def header_id(headers: dict[str, str] | None) -> str | None:
+    found = [v for k, v in (headers or {}).items() if k.lower() == "x-request-id"]
+    return found[-1] if found and found[-1] else None
+
+
+def of_body(
+    what: str, request: Any, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> Answer | None:
     """The answer, if its form is the spec's (a malformed one is SCHEMA-GEN-001's)."""
     choices = body.get("choices")
     if not isinstance(request, dict) or not isinstance(choices, list):
         return None
     if not is_valid("GenerateResponse", body):
         return None
-    return Answer(what, request, tuple(c for c in choices if isinstance(c, dict)), False)
+    kept = tuple(c for c in choices if isinstance(c, dict))
+    ids, modes = (body.get("request_id"),), (body.get("output_mode"),)
+    return Answer(what, request, kept, False, ids, modes, header_id(headers))
 
 
-def of_stream(what: str, request: Any, streamed: Streamed) -> Answer | None:
+def of_stream(
+    what: str, request: Any, streamed: Streamed, headers: dict[str, str] | None = None
+) -> Answer | None:
     """A stream's choices as `Streamed.choices` joins them, each with the spans of its last
     chunk that carries them. Kept only if every chunk's form is the spec's
     (SCHEMA-STREAM-001's) and no error event came."""
@@ -62,7 +87,10 @@ def of_stream(what: str, request: Any, streamed: Streamed) -> Answer | None:
         return None
     if not all("choices" in c and is_valid("GenerateStreamPayload", c) for c in streamed.chunks):
         return None
-    return Answer(what, request, tuple(map(_joined, streamed.choices().values())), True)
+    joined = tuple(map(_joined, streamed.choices().values()))
+    ids = tuple(c.get("request_id") for c in streamed.chunks)
+    modes = tuple(c.get("output_mode") for c in streamed.chunks)
+    return Answer(what, request, joined, True, ids, modes, header_id(headers))
 
 
 def _joined(choice: Choice) -> dict[str, Any]:

@@ -275,7 +275,7 @@ def generate(
         raise AssertionError(f"{what}: the 200 body is not a JSON object: {reply.body[:200]!r}")
     s.observe(schema, what, data)
     if schema == "GenerateResponse":
-        s.keep(answers.of_body(what, payload, data))
+        s.keep(answers.of_body(what, payload, data, headers))
     if not is_json_media(reply):
         s.observe_media(schema, what, reply.headers.get("content-type", "(none)"))
     return data
@@ -405,7 +405,7 @@ def stream(
             raise AssertionError(f"{what}: Content-Type is {ctype!r}, not text/event-stream")
         streamed = read_stream(st, s=s, schema=schema)
     if schema == "GenerateStreamPayload":
-        s.keep(answers.of_stream(what, payload, streamed))
+        s.keep(answers.of_stream(what, payload, streamed, headers))
     return streamed
 
 

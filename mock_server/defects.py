@@ -192,6 +192,30 @@ _CATALOGUE: tuple[Defect, ...] = (
         requirements=("WV-004",),
     ),
     Defect(
+        "text-request-id-other",
+        "a text-mode answer names another request id than the one it was sent",
+        breaks=("request_id",),
+        requirements=("GEN-RESP-004",),
+    ),
+    Defect(
+        "usage-chunk-other-id",
+        "a stream's usage chunk names another request id than its other chunks",
+        breaks=("request_id",),
+        requirements=("GEN-RESP-004",),
+    ),
+    Defect(
+        "text-stream-top-logprobs-short",
+        "a text-mode stream lists one alternative too few in each top_logprobs",
+        breaks=("logprobs",),
+        requirements=("LOGP-008",),
+    ),
+    Defect(
+        "usage-chunk-other-mode",
+        "a stream's usage chunk echoes the other output_mode than the one asked for",
+        breaks=("output_mode",),
+        requirements=("TEXT-007",),
+    ),
+    Defect(
         "choices-short-with-logprobs",
         "with n > 1 and logprobs asked, the last choice is missing",
         breaks=("choices",),

@@ -19,6 +19,7 @@ R34 = [*SO, "--mock-vllm-version", "0.34"]
 DERENDER = {"output_mode": "derender"}
 AS_IDS = {"parse_context": {"return_tokens_as_token_ids": True}}
 TEXT_LOGPROBS = {**sp(logprobs=2, temperature=1.0, seed=3), "output_mode": "text"}
+USAGE = {"include_usage": True}
 
 
 @pytest.fixture
@@ -126,6 +127,10 @@ MORE: dict[str, tuple[list[str], Probe]] = {
     "text-spans-short": (SO, lambda c: j(c, {**sp(), "output_mode": "text"})),
     "text-stream-spans-short": (SO, lambda c: raw(c, {**sp(), "output_mode": "text"})),
     "choices-short-with-logprobs": (SO, lambda c: j(c, sp(n=2, seed=3, logprobs=1))),
+    "text-request-id-other": (SO, lambda c: j(c, {**sp(), "output_mode": "text"})),
+    "usage-chunk-other-id": (SO, lambda c: raw(c, {**sp(), "stream_options": USAGE})),
+    "text-stream-top-logprobs-short": (SO, lambda c: raw(c, TEXT_LOGPROBS)),
+    "usage-chunk-other-mode": (SO, lambda c: raw(c, {**sp(), "stream_options": USAGE})),
     "legacy-abort-ignored": ([*TO, *ITL], legacy_abort_probe),
     "dp-rank-zero-rejected": (SO, lambda c: status(c, B, headers={"X-data-parallel-rank": "0"})),
     "disabled-abort-open": ([], lambda c: status(c, {"request_ids": []}, ABORT)),

@@ -180,3 +180,56 @@ def test_every_stream_covers_its_tokens(tito: Session) -> None:
                     builds_on(tito, "WV-002")  # wrong non-streamed too: WV-002's
                     raise
     _judged(judged)
+
+
+@checks("GEN-RESP-004", after_all=True, needs=("generate",))
+def test_every_answer_returns_the_id_sent(tito: Session) -> None:
+    """Each body, and each chunk of a stream (its usage chunk too), says the id the request
+    named (its header's, else its body's: which wins is GEN-RESP-006's) behind the prefix."""
+    judged = 0
+    for answer in tito.answers:
+        sent = answer.sent_id
+        if sent is None and len(set(map(str, answer.ids))) > 1:  # one request, one id
+            fail(f"{answer.what}: the chunks of one stream say request ids {list(answer.ids)}")
+        if sent is None or answer.header_id:
+            continue  # the server's own id, or a header's (GEN-RESP-005's and -006's)
+        judged += 1
+        expected = f"generate-tokens-{sent}"
+        wrong = sorted({str(i) for i in answer.ids if i != expected})
+        if wrong:
+            fail(f"{answer.what}: sent request id {sent!r}, the answer says {wrong} ({expected!r})")
+    _judged(judged)
+
+
+@checks("TEXT-007", after_all=True, needs=("text-mode",))
+def test_every_answer_echoes_its_mode(tito: Session) -> None:
+    """Each body, and each chunk of a stream, says the output_mode its request sent (one that
+    says none is TEXT-005's or TEXT-006's)."""
+    judged = 0
+    for answer in tito.answers:
+        said = sorted({str(m) for m in answer.modes if m is not None})
+        if len(said) > 1:  # one request, one mode, whichever the default is
+            fail(f"{answer.what}: the chunks of one stream echo output_mode {said}")
+        if answer.request.get("output_mode") not in ("tokens", "text"):
+            continue  # none sent (the default is GEN-REQ-010's), or a release's own mode
+        judged += 1
+        wrong = [m for m in said if m != answer.mode]
+        if wrong:
+            fail(f"{answer.what}: sent output_mode {answer.mode!r}, the answer says {wrong}")
+    _judged(judged)
+
+
+@checks("LOGP-008", after_all=True, needs=("generate",))
+def test_every_answer_lists_its_alternatives(tito: Session) -> None:
+    judged = 0
+    for where, answer, content, _, _ in _logprobs(tito):
+        if any(semantics.is_legacy(e) for e in content):
+            continue  # the older form is LOGP-001's
+        judged += 1
+        k = max(answer.logprobs or 0, 1)
+        for i, entry in enumerate(content):
+            top = entry.get("top_logprobs")
+            if not isinstance(top, list) or len(top) != k:
+                count = len(top) if isinstance(top, list) else top
+                fail(f"{where}: logprobs {answer.logprobs}: entry {i} has {count} top_logprobs")
+    _judged(judged)

@@ -18,7 +18,9 @@ SPECIAL = re.compile(r"^<\|.+\|>$")
 
 
 def text_payload(s: Session) -> dict:
-    return api.seeded(10, n=s.limits.n(2), logprobs=s.limits.logprobs(2)) | {"output_mode": "text"}
+    # named: GEN-RESP-004 holds every text-mode answer, and each chunk, to the id it sent
+    params = api.seeded(10, n=s.limits.n(2), logprobs=s.limits.logprobs(2))
+    return params | {"output_mode": "text", "request_id": s.rid("text")}
 
 
 def text_response(s: Session) -> dict:

@@ -97,3 +97,38 @@ def choices_short_with_logprobs(body: Json, ctx: Context) -> Json:
     if ctx.req.sampling.logprobs is not None and len(choices) > 1:
         choices.pop()
     return body
+
+
+@transformer("text-request-id-other", "body")
+def text_request_id_other(body: Json, ctx: Context) -> Json:
+    """A text-mode answer names another request id than the one it was sent."""
+    if ctx.text and isinstance(body.get("request_id"), str):
+        body["request_id"] += "-text"
+    return body
+
+
+@transformer("usage-chunk-other-id", "usage")
+def usage_chunk_other_id(chunk: Json, ctx: Context) -> Json:
+    """A stream's usage chunk names another request than its other chunks."""
+    if isinstance(chunk.get("request_id"), str):
+        chunk["request_id"] += "-usage"
+    return chunk
+
+
+@transformer("text-stream-top-logprobs-short", "chunk")
+def text_stream_top_logprobs_short(chunk: Json, ctx: Context) -> Json:
+    """A text-mode stream lists one alternative too few in each top_logprobs."""
+    if ctx.text:
+        for choice in _choices(chunk):
+            for entry in _content(choice):
+                top = entry.get("top_logprobs")
+                if isinstance(top, list) and top:
+                    top.pop()
+    return chunk
+
+
+@transformer("usage-chunk-other-mode", "usage")
+def usage_chunk_other_mode(chunk: Json, ctx: Context) -> Json:
+    """A stream's usage chunk echoes the other output_mode than the one asked for."""
+    chunk["output_mode"] = "text" if chunk.get("output_mode") == "tokens" else "tokens"
+    return chunk
