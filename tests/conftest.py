@@ -11,13 +11,22 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import tempfile
 
 import pytest
+
+from conformance.fuzz.draw_cache import ENV
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """The fleet tests behind the real vllm-router find the one `live.router` installs (its
-    own cached environment, made once): a router test skipped here would be a skip in CI."""
+    own cached environment, made once): a router test skipped here would be a skip in CI.
+    Every process of the session (xdist workers, the CLI runs they start) shares one draw
+    cache (`conformance.fuzz.draw_cache`): the fuzz folded into thirty CLI runs draws once."""
+    if not hasattr(config, "workerinput") and not os.environ.get(ENV):
+        folder = tempfile.mkdtemp(prefix="tito-draws-")
+        os.environ[ENV] = folder
+        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
     if os.environ.get("TITO_VLLM_ROUTER") or shutil.which("vllm-router"):
         return
     from live.router import RouterInstallError, router_env

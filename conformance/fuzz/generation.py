@@ -26,6 +26,7 @@ from schemathesis import GenerationMode
 
 import openapi
 
+from . import draw_cache
 from .expectations import operations
 
 UNSATISFIABLE = "schemathesis can generate no such case for this operation"
@@ -104,9 +105,20 @@ def neutral_schema(security: bool) -> Any:
 
 @functools.cache
 def drawn(op_id: str, mode: GenerationMode, security: bool, seed: int, examples: int) -> Drawn:
-    """Up to `examples` cases (fewer when the operation has fewer distinct ones)."""
+    """Up to `examples` cases (fewer when the operation has fewer distinct ones), from the
+    draw cache when `TITO_DRAW_CACHE` names one (`draw_cache`)."""
     method, path, _ = operations()[op_id]
     op = neutral_schema(security)[path][method]
+    key = draw_cache.key(op_id, mode.value, security, seed, examples)
+    found = draw_cache.load(key, op)
+    if found is not None:
+        return Drawn(*found)
+    result = _draw(op, mode, security, seed, examples)
+    draw_cache.store(key, result.cases, result.skipped)
+    return result
+
+
+def _draw(op: Any, mode: GenerationMode, security: bool, seed: int, examples: int) -> Drawn:
     out: list[Any] = []
 
     @settings(examples)
