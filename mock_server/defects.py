@@ -216,6 +216,12 @@ _CATALOGUE: tuple[Defect, ...] = (
         requirements=("TEXT-007",),
     ),
     Defect(
+        "text-label-other",
+        "a text-mode answer's spans carry a label the server was never given",
+        breaks=("weight_versions",),
+        requirements=("WV-008",),
+    ),
+    Defect(
         "choices-short-with-logprobs",
         "with n > 1 and logprobs asked, the last choice is missing",
         breaks=("choices",),

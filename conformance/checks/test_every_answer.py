@@ -233,3 +233,26 @@ def test_every_answer_lists_its_alternatives(tito: Session) -> None:
                 count = len(top) if isinstance(top, list) else top
                 fail(f"{where}: logprobs {answer.logprobs}: entry {i} has {count} top_logprobs")
     _judged(judged)
+
+
+@checks("WV-008", after_all=True, needs=("generate",))
+def test_every_answer_carries_a_label_it_was_given(tito: Session) -> None:
+    """Each span's label is one the server had: "default", the one /weight_info reported
+    when probed, or one the kit set (its labels all start with `tito-`, its workers' too)."""
+    given = {"default", tito.features.weight_label}
+    ours = "tito-"
+    judged = 0
+    for answer in tito.answers:
+        for choice in answer.choices:
+            spans = choice.get("weight_versions")
+            for span in spans if isinstance(spans, list) else []:
+                label = span.get("version") if isinstance(span, dict) else None
+                if not isinstance(label, str):
+                    continue  # a span's form is WV-002's and SCHEMA-*'s
+                judged += 1
+                if label not in given and not label.startswith(ours):
+                    fail(
+                        f"{answer.what}, choice {choice.get('index')}: a span is labelled "
+                        f"{label!r}, which the server was never given ({sorted(map(str, given))})"
+                    )
+    _judged(judged)

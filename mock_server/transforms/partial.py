@@ -132,3 +132,13 @@ def usage_chunk_other_mode(chunk: Json, ctx: Context) -> Json:
     """A stream's usage chunk echoes the other output_mode than the one asked for."""
     chunk["output_mode"] = "text" if chunk.get("output_mode") == "tokens" else "tokens"
     return chunk
+
+
+@transformer("text-label-other", "body")
+def text_label_other(body: Json, ctx: Context) -> Json:
+    """A text-mode answer's spans carry a label the server was never given."""
+    if ctx.text:
+        for choice in _choices(body):
+            for span in choice.get("weight_versions") or []:
+                span["version"] = f"{span['version']}-x"
+    return body
