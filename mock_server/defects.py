@@ -345,6 +345,12 @@ _CATALOGUE: tuple[Defect, ...] = (
         requirements=("LOGP-009",),
     ),
     Defect(
+        "prompt-logprobs-ranks-shifted",
+        "every rank of the prompt_logprobs is one too high",
+        breaks=("prompt_logprobs",),
+        requirements=("LOGP-006",),
+    ),
+    Defect(
         "prompt-logprobs-no-leading-null",
         "prompt_logprobs first entry is not null",
         breaks=("prompt_logprobs",),

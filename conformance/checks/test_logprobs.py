@@ -119,9 +119,38 @@ def test_logprobs_above_max(tito: Session) -> None:
     )
 
 
+def prompt_logprobs(s: Session) -> dict:
+    k = s.limits.logprobs(1)
+    return s.remember("prompt-logprobs", lambda: api.generate(s, api.body(2, prompt_logprobs=k)))
+
+
+@checks("LOGP-006", needs=("generate",), builds_on=("LOGP-010",))
+def test_prompt_logprob_ranks(tito: Session) -> None:
+    """A prompt position's entries rank as the output's do: with one alternative or more
+    asked, the most likely token has rank 1, and a likelier one never ranks below."""
+    k = tito.limits.logprobs(1)
+    plp = prompt_logprobs(tito).get("prompt_logprobs")
+    for i, position in enumerate(plp if isinstance(plp, list) else []):
+        entries = [e for e in (position or {}).values() if isinstance(e, dict)]
+        ranked: list[tuple[int, float]] = [
+            (e["rank"], e["logprob"])
+            for e in entries
+            if isinstance(e.get("rank"), int) and isinstance(e.get("logprob"), (int, float))
+        ]
+        if len(ranked) < len(entries):
+            continue  # the entries' form is SCHEMA-GEN-001's
+        if k >= 1 and ranked and 1 not in {r for r, _ in ranked}:
+            fail(f"prompt_logprobs[{i}]: no entry has rank 1 (ranks {sorted(ranked)})")
+        for (r1, lp1), (r2, lp2) in zip(sorted(ranked), sorted(ranked)[1:], strict=False):
+            if r1 < r2 and lp1 < lp2 - 1e-6:
+                fail(
+                    f"prompt_logprobs[{i}]: rank {r1} ({lp1}) is less likely than rank {r2} ({lp2})"
+                )
+
+
 @checks("LOGP-010")
 def test_prompt_logprobs(tito: Session) -> None:
-    data = api.generate(tito, api.body(2, prompt_logprobs=tito.limits.logprobs(1)))
+    data = prompt_logprobs(tito)
     plp = data.get("prompt_logprobs")
     if not isinstance(plp, list) or len(plp) != len(api.PROMPT):
         fail(f"prompt_logprobs {plp!r:.200} is not one entry per prompt token ({len(api.PROMPT)})")

@@ -223,6 +223,15 @@ def rank_wrong(obj: Json, ctx: Context) -> Json:
     return obj
 
 
+@transformer("prompt-logprobs-ranks-shifted", "body")
+def prompt_logprobs_ranks_shifted(body: Json, ctx: Context) -> Json:
+    """Every rank of the prompt_logprobs one too high (the output's are right)."""
+    for position in body.get("prompt_logprobs") or []:
+        for entry in (position or {}).values():
+            entry["rank"] += 1
+    return body
+
+
 def _by_rank(entry: Json) -> float:
     """Only integer-keyed entries carry `rank`; elsewhere the logprob falls as the rank rises."""
     return float(entry["rank"]) if "rank" in entry else -float(entry["logprob"])
