@@ -216,6 +216,12 @@ _CATALOGUE: tuple[Defect, ...] = (
         requirements=("TEXT-007",),
     ),
     Defect(
+        "text-stream-ids-shifted",
+        "a text-mode stream's token ids are each one too high",
+        breaks=("token_ids",),
+        requirements=("STREAM-003",),
+    ),
+    Defect(
         "text-label-other",
         "a text-mode answer's spans carry a label the server was never given",
         breaks=("weight_versions",),

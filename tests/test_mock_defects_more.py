@@ -129,6 +129,7 @@ MORE: dict[str, tuple[list[str], Probe]] = {
     "choices-short-with-logprobs": (SO, lambda c: j(c, sp(n=2, seed=3, logprobs=1))),
     "text-request-id-other": (SO, lambda c: j(c, {**sp(), "output_mode": "text"})),
     "prompt-logprobs-ranks-shifted": (SO, lambda c: j(c, sp(prompt_logprobs=1))),
+    "text-stream-ids-shifted": (SO, lambda c: raw(c, {**sp(), "output_mode": "text"})),
     "text-label-other": (SO, lambda c: j(c, {**sp(), "output_mode": "text"})),
     "usage-chunk-other-id": (SO, lambda c: raw(c, {**sp(), "stream_options": USAGE})),
     "text-stream-top-logprobs-short": (SO, lambda c: raw(c, TEXT_LOGPROBS)),

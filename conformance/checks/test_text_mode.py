@@ -164,10 +164,13 @@ def test_skip_special_tokens(tito: Session) -> None:
         fail(f"skip_special_tokens true still shows the special token {candidate}: {texts[True]!r}")
 
 
+def text_stream(s: Session) -> api.Streamed:
+    return s.remember("text-stream", lambda: api.stream(s, text_payload(s)))
+
+
 @checks("TEXT-009", builds_on=("STREAM-001", "GEN-REQ-007"))
 def test_text_deltas(tito: Session) -> None:
-    got = api.stream(tito, text_payload(tito))
-    joined = got.choices()
+    joined = text_stream(tito).choices()
     for choice in choices_of(text_response(tito)):
         if not isinstance(choice.get("text"), str):
             builds_on(tito, "TEXT-001")  # no text to compare with: TEXT-001's
@@ -176,6 +179,24 @@ def test_text_deltas(tito: Session) -> None:
             fail(
                 f"choice {choice.get('index')}: streamed text {part.text if part else None!r} "
                 f"!= non-streamed {choice.get('text')!r}"
+            )
+
+
+@checks(
+    "STREAM-003",
+    needs=("text-mode",),
+    builds_on=("STREAM-001", "GEN-REQ-007", "GEN-RESP-001", "GEN-RESP-003"),
+)
+def test_text_stream_ids(tito: Session) -> None:
+    """Text mode streams token_ids beside the text: its deltas join to the non-streamed ids
+    as a tokens-mode stream's do."""
+    joined = text_stream(tito).choices()
+    for choice in choices_of(text_response(tito)):
+        part = joined.get(index_of(choice.get("index", 0)))
+        if part is not None and part.token_ids != choice.get("token_ids"):
+            fail(
+                f"text mode, choice {choice.get('index')}: streamed deltas join to "
+                f"{part.token_ids}, the non-streamed result is {choice.get('token_ids')}"
             )
 
 

@@ -142,3 +142,12 @@ def text_label_other(body: Json, ctx: Context) -> Json:
             for span in choice.get("weight_versions") or []:
                 span["version"] = f"{span['version']}-x"
     return body
+
+
+@transformer("text-stream-ids-shifted", "chunk")
+def text_stream_ids_shifted(chunk: Json, ctx: Context) -> Json:
+    """A text-mode stream's token ids are each one too high (its text is right)."""
+    if ctx.text:
+        for choice in _choices(chunk):
+            choice["token_ids"] = [i + 1 for i in choice.get("token_ids") or []]
+    return chunk
