@@ -222,6 +222,12 @@ _CATALOGUE: tuple[Defect, ...] = (
         requirements=("STREAM-003",),
     ),
     Defect(
+        "text-stream-stop-reason-other",
+        "a text-mode stream ended by a stop string names another string as its stop_reason",
+        breaks=("stop_reason",),
+        requirements=("STOP-001",),
+    ),
+    Defect(
         "text-label-other",
         "a text-mode answer's spans carry a label the server was never given",
         breaks=("weight_versions",),

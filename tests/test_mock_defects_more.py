@@ -34,6 +34,10 @@ async def text_stop(c: httpx.AsyncClient, **extra: Any) -> dict[str, Any]:
     return {**base, "sampling_params": {**base["sampling_params"], "stop": [stop], **extra}}
 
 
+async def text_stop_stream_probe(c: httpx.AsyncClient) -> Any:
+    return await raw(c, await text_stop(c))
+
+
 async def include_stop_probe(c: httpx.AsyncClient) -> Any:
     return ch(await j(c, await text_stop(c, include_stop_str_in_output=True)))["text"]
 
@@ -130,6 +134,7 @@ MORE: dict[str, tuple[list[str], Probe]] = {
     "text-request-id-other": (SO, lambda c: j(c, {**sp(), "output_mode": "text"})),
     "prompt-logprobs-ranks-shifted": (SO, lambda c: j(c, sp(prompt_logprobs=1))),
     "text-stream-ids-shifted": (SO, lambda c: raw(c, {**sp(), "output_mode": "text"})),
+    "text-stream-stop-reason-other": (SO, text_stop_stream_probe),
     "text-label-other": (SO, lambda c: j(c, {**sp(), "output_mode": "text"})),
     "usage-chunk-other-id": (SO, lambda c: raw(c, {**sp(), "stream_options": USAGE})),
     "text-stream-top-logprobs-short": (SO, lambda c: raw(c, TEXT_LOGPROBS)),

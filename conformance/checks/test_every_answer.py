@@ -256,3 +256,30 @@ def test_every_answer_carries_a_label_it_was_given(tito: Session) -> None:
                         f"{label!r}, which the server was never given ({sorted(map(str, given))})"
                     )
     _judged(judged)
+
+
+def _named(value: Any) -> list[Any]:
+    return [value] if isinstance(value, (str, int)) else list(value or [])
+
+
+@checks("STOP-001", after_all=True, needs=("generate",))
+def test_every_stop_reason_was_asked_for(tito: Session) -> None:
+    """A choice's stop_reason is the stop string or stop token id its request named (one
+    that ended another way says null: STOP-003 to STOP-005)."""
+    judged = 0
+    for answer in tito.answers:
+        named = _named(answer.params.get("stop")) + _named(answer.params.get("stop_token_ids"))
+        for choice in answer.choices:
+            reason = choice.get("stop_reason")
+            if reason is None or choice.get("finish_reason") != "stop":
+                continue
+            ids = choice.get("token_ids") or [None]
+            if reason == ids[-1] and reason not in named:
+                continue  # the id EOS ended on: that it is not null is STOP-003's
+            judged += 1
+            if reason not in named:
+                fail(
+                    f"{answer.what}, choice {choice.get('index')}: stop_reason {reason!r} is "
+                    f"no stop string or stop token id the request named ({named})"
+                )
+    _judged(judged)

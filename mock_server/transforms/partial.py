@@ -151,3 +151,13 @@ def text_stream_ids_shifted(chunk: Json, ctx: Context) -> Json:
         for choice in _choices(chunk):
             choice["token_ids"] = [i + 1 for i in choice.get("token_ids") or []]
     return chunk
+
+
+@transformer("text-stream-stop-reason-other", "chunk")
+def text_stream_stop_reason_other(chunk: Json, ctx: Context) -> Json:
+    """A text-mode stream that a stop string ended says another string as its stop_reason."""
+    if ctx.text:
+        for choice in _choices(chunk):
+            if isinstance(choice.get("stop_reason"), str):
+                choice["stop_reason"] += "-x"
+    return chunk
