@@ -228,6 +228,12 @@ _CATALOGUE: tuple[Defect, ...] = (
         requirements=("STOP-001",),
     ),
     Defect(
+        "stream-error-code-500",
+        "an engine-side rejection's error event says code 500, not the unstreamed 400",
+        breaks=("stream errors",),
+        requirements=("STREAM-008",),
+    ),
+    Defect(
         "text-label-other",
         "a text-mode answer's spans carry a label the server was never given",
         breaks=("weight_versions",),

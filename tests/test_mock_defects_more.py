@@ -135,6 +135,7 @@ MORE: dict[str, tuple[list[str], Probe]] = {
     "prompt-logprobs-ranks-shifted": (SO, lambda c: j(c, sp(prompt_logprobs=1))),
     "text-stream-ids-shifted": (SO, lambda c: raw(c, {**sp(), "output_mode": "text"})),
     "text-stream-stop-reason-other": (SO, text_stop_stream_probe),
+    "stream-error-code-500": (SO, lambda c: raw(c, sp(logprobs=21))),
     "text-label-other": (SO, lambda c: j(c, {**sp(), "output_mode": "text"})),
     "usage-chunk-other-id": (SO, lambda c: raw(c, {**sp(), "stream_options": USAGE})),
     "text-stream-top-logprobs-short": (SO, lambda c: raw(c, TEXT_LOGPROBS)),

@@ -143,6 +143,10 @@ def test_engine_rejection_is_error_event(tito: Session) -> None:
             f"expected one error event then [DONE]; got {len(got.errors)} error events, "
             f"[DONE] {'seen' if got.done else 'missing'}"
         )
+    error = got.errors[0].get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    if isinstance(code, int) and code != 400:  # its form is SCHEMA-STREAM-001's
+        fail(f"the error event says code {code!r}; the same request unstreamed is a 400")
 
 
 @checks("STREAM-009")

@@ -7,6 +7,7 @@ chunk was built from.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from mock_server.fields import routed_experts, weight_spans
@@ -112,3 +113,13 @@ def stream_bad_framing(data: str, framed: bytes) -> bytes:
 @transformer("stream-no-done", "frame")
 def stream_no_done(data: str, framed: bytes) -> bytes:
     return b"" if data == "[DONE]" else framed
+
+
+@transformer("stream-error-code-500", "frame")
+def stream_error_code_500(data: str, framed: bytes) -> bytes:
+    """An engine-side rejection's error event says code 500 (the unstreamed answer is 400)."""
+    if not data.startswith('{"error"'):
+        return framed
+    body = json.loads(data)
+    body["error"]["code"] = 500
+    return f"data: {json.dumps(body)}\n\n".encode()
