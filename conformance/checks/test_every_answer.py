@@ -33,16 +33,19 @@ def _text_form(content: list[dict[str, Any]]) -> bool:
 
 
 def _logprobs(
-    s: Session, text: bool | None = None
+    s: Session, text: bool | None = None, current: bool = False
 ) -> Iterator[tuple[str, Answer, list[dict[str, Any]], list[Any], bool]]:
     """(where, answer, logprob entries, token ids, text form) of every choice of every answer
-    that asked for logprobs and carries them (in text form, or the other; None: both)."""
+    that asked for logprobs and carries them (in text form, or the other; None: both), only
+    in the current form with `current` (the older form is LOGP-001's)."""
     for answer in s.answers:
         if answer.logprobs is None:
             continue
         for choice in answer.choices:
             content = (choice.get("logprobs") or {}).get("content")
             if not isinstance(content, list) or not all(isinstance(e, dict) for e in content):
+                continue
+            if current and any(semantics.is_legacy(e) for e in content):
                 continue
             form = _text_form(content)
             if text is None or form is text:
@@ -78,9 +81,7 @@ def test_every_answer_has_an_entry_per_token(tito: Session) -> None:
 @checks("LOGP-003", after_all=True, builds_on=("GEN-RESP-001",))
 def test_every_answer_puts_the_sampled_token_first(tito: Session) -> None:
     judged = 0
-    for where, _, content, ids, text in _logprobs(tito):
-        if any(semantics.is_legacy(e) for e in content):
-            continue  # the older form is LOGP-001's
+    for where, _, content, ids, text in _logprobs(tito, current=True):
         if not all(e.get("top_logprobs") for e in content):
             continue  # no alternatives listed: how many there are is LOGP-008's
         judged += 1
@@ -105,9 +106,7 @@ def test_every_answer_puts_the_sampled_token_first(tito: Session) -> None:
 @checks("LOGP-006", after_all=True)
 def test_every_answer_ranks_its_alternatives(tito: Session) -> None:
     judged = 0
-    for where, answer, content, _, _ in _logprobs(tito, text=False):
-        if any(semantics.is_legacy(e) for e in content):
-            continue
+    for where, answer, content, _, _ in _logprobs(tito, text=False, current=True):
         try:
             semantics.check_finite(content, where)
         except AssertionError as exc:  # ranks cannot be read from such values
@@ -222,9 +221,7 @@ def test_every_answer_echoes_its_mode(tito: Session) -> None:
 @checks("LOGP-008", after_all=True, needs=("generate",))
 def test_every_answer_lists_its_alternatives(tito: Session) -> None:
     judged = 0
-    for where, answer, content, _, _ in _logprobs(tito):
-        if any(semantics.is_legacy(e) for e in content):
-            continue  # the older form is LOGP-001's
+    for where, answer, content, _, _ in _logprobs(tito, current=True):
         judged += 1
         k = max(answer.logprobs or 0, 1)
         for i, entry in enumerate(content):

@@ -24,6 +24,20 @@ def _content(choice: Json) -> list[Json]:
     return logprobs["content"] if isinstance(logprobs, dict) and logprobs.get("content") else []
 
 
+def _text_choices(obj: Json, ctx: Context) -> list[Json]:
+    """The choices of a text-mode answer or chunk (none elsewhere)."""
+    return _choices(obj) if ctx.text else []
+
+
+def _text_tops(obj: Json, ctx: Context) -> Iterator[list[Json]]:
+    """Each top_logprobs list of a text-mode answer or chunk (none elsewhere)."""
+    for choice in _text_choices(obj, ctx):
+        for entry in _content(choice):
+            top = entry.get("top_logprobs")
+            if isinstance(top, list):
+                yield top
+
+
 @transformer("stream-ranks-shifted", "chunk")
 def stream_ranks_shifted(chunk: Json, ctx: Context) -> Json:
     """Every rank of a tokens-mode stream's logprobs one too high."""
@@ -37,23 +51,19 @@ def stream_ranks_shifted(chunk: Json, ctx: Context) -> Json:
 @transformer("text-logprobs-short", "body")
 def text_logprobs_short(body: Json, ctx: Context) -> Json:
     """A text-mode answer's logprobs miss their last entry."""
-    if ctx.text:
-        for choice in _choices(body):
-            content = _content(choice)
-            if content:
-                content.pop()
+    for choice in _text_choices(body, ctx):
+        content = _content(choice)
+        if content:
+            content.pop()
     return body
 
 
 @transformer("text-sampled-not-first", "body")
 def text_sampled_not_first(body: Json, ctx: Context) -> Json:
     """A text-mode answer lists the sampled token second among its top_logprobs."""
-    if ctx.text:
-        for choice in _choices(body):
-            for entry in _content(choice):
-                top = entry.get("top_logprobs") or []
-                if len(top) > 1:
-                    top[0], top[1] = top[1], top[0]
+    for top in _text_tops(body, ctx):
+        if len(top) > 1:
+            top[0], top[1] = top[1], top[0]
     return body
 
 
@@ -78,11 +88,10 @@ def text_stream_bytes_wrong(chunk: Json, ctx: Context) -> Json:
 
 def _spans_short(obj: Json, ctx: Context) -> Json:
     """A text-mode answer's (or stream's final) weight_versions end one token early."""
-    if ctx.text:
-        for choice in _choices(obj):
-            spans = choice.get("weight_versions")
-            if isinstance(spans, list) and spans and spans[-1]["end"] > spans[-1]["start"] + 1:
-                spans[-1] = {**spans[-1], "end": spans[-1]["end"] - 1}
+    for choice in _text_choices(obj, ctx):
+        spans = choice.get("weight_versions")
+        if isinstance(spans, list) and spans and spans[-1]["end"] > spans[-1]["start"] + 1:
+            spans[-1] = {**spans[-1], "end": spans[-1]["end"] - 1}
     return obj
 
 
@@ -118,12 +127,9 @@ def usage_chunk_other_id(chunk: Json, ctx: Context) -> Json:
 @transformer("text-stream-top-logprobs-short", "chunk")
 def text_stream_top_logprobs_short(chunk: Json, ctx: Context) -> Json:
     """A text-mode stream lists one alternative too few in each top_logprobs."""
-    if ctx.text:
-        for choice in _choices(chunk):
-            for entry in _content(choice):
-                top = entry.get("top_logprobs")
-                if isinstance(top, list) and top:
-                    top.pop()
+    for top in _text_tops(chunk, ctx):
+        if top:
+            top.pop()
     return chunk
 
 
@@ -137,27 +143,24 @@ def usage_chunk_other_mode(chunk: Json, ctx: Context) -> Json:
 @transformer("text-label-other", "body")
 def text_label_other(body: Json, ctx: Context) -> Json:
     """A text-mode answer's spans carry a label the server was never given."""
-    if ctx.text:
-        for choice in _choices(body):
-            for span in choice.get("weight_versions") or []:
-                span["version"] = f"{span['version']}-x"
+    for choice in _text_choices(body, ctx):
+        for span in choice.get("weight_versions") or []:
+            span["version"] = f"{span['version']}-x"
     return body
 
 
 @transformer("text-stream-ids-shifted", "chunk")
 def text_stream_ids_shifted(chunk: Json, ctx: Context) -> Json:
     """A text-mode stream's token ids are each one too high (its text is right)."""
-    if ctx.text:
-        for choice in _choices(chunk):
-            choice["token_ids"] = [i + 1 for i in choice.get("token_ids") or []]
+    for choice in _text_choices(chunk, ctx):
+        choice["token_ids"] = [i + 1 for i in choice.get("token_ids") or []]
     return chunk
 
 
 @transformer("text-stream-stop-reason-other", "chunk")
 def text_stream_stop_reason_other(chunk: Json, ctx: Context) -> Json:
     """A text-mode stream that a stop string ended says another string as its stop_reason."""
-    if ctx.text:
-        for choice in _choices(chunk):
-            if isinstance(choice.get("stop_reason"), str):
-                choice["stop_reason"] += "-x"
+    for choice in _text_choices(chunk, ctx):
+        if isinstance(choice.get("stop_reason"), str):
+            choice["stop_reason"] += "-x"
     return chunk
