@@ -213,7 +213,7 @@ REQUIREMENTS = [
         needs=("generate",),
         fuzz=(fuzz(70, checks=("request_id_prefix",)),),
         diff=("request-id-body",),
-        defects=("request-id-no-prefix",),
+        defects=("request-id-no-prefix", "text-request-id-other", "usage-chunk-other-id"),
         fields=("request_id",),
     ),
     Requirement(

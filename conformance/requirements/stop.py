@@ -20,6 +20,7 @@ REQUIREMENTS = [
             "stop-reason-null",
             "stop-token-ids-ignored",
             "tokens-only-stop-token-ids-ignored",
+            "text-stream-stop-reason-other",
         ),
     ),
     Requirement(

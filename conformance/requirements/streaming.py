@@ -44,7 +44,7 @@ REQUIREMENTS = [
         "deltas (token_ids, logprobs) concatenate to the non-streamed result of a seeded request",
         needs=("generate",),
         ground="deltas",
-        defects=("stream-cumulative-deltas",),
+        defects=("stream-cumulative-deltas", "text-stream-ids-shifted"),
     ),
     Requirement(
         "STREAM-004",
@@ -106,7 +106,7 @@ REQUIREMENTS = [
         evidence="vllm-cpu.md 'More behaviour'; captures stream_error_*",
         needs=("generate",),
         diff=("stream-logprobs-21", "stream-dp-rank-5"),
-        defects=("stream-error-as-http",),
+        defects=("stream-error-as-http", "stream-error-code-500"),
     ),
     Requirement(
         "STREAM-009",

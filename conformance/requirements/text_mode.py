@@ -81,7 +81,7 @@ REQUIREMENTS = [
         "the echoed output_mode is the one sent",
         needs=("text-mode",),
         diff=("output-mode-tokens",),
-        defects=("output-mode-wrong-echo",),
+        defects=("output-mode-wrong-echo", "usage-chunk-other-mode"),
         fields=("output_mode", "text"),
     ),
     Requirement(

@@ -91,7 +91,7 @@ REQUIREMENTS = [
         'the label is "default" (or the one /weight_info reports)',
         needs=("generate",),
         fuzz=(fuzz(130, operations=("weightInfo",)),),
-        defects=("weight-label-not-default",),
+        defects=("weight-label-not-default", "text-label-other"),
     ),
     Requirement(
         "WV-009",
