@@ -238,6 +238,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "a text-mode answer's spans carry a label the server was never given",
         breaks=("weight_versions",),
         requirements=("WV-008",),
+        profile="api-key",  # no dev endpoints: no client can change the label
     ),
     Defect(
         "choices-short-with-logprobs",

@@ -234,8 +234,11 @@ def test_every_answer_lists_its_alternatives(tito: Session) -> None:
 
 @checks("WV-008", after_all=True, needs=("generate",))
 def test_every_answer_carries_a_label_it_was_given(tito: Session) -> None:
-    """Each span's label is one the server had: "default", the one /weight_info reported
-    when probed, or one the kit set (its labels all start with `tito-`, its workers' too)."""
+    """Each span's label is "default" on a server without the dev endpoints, where nothing
+    can change it. (With them, another client may set any label under any answer, the fuzz
+    folded in among them: WV-008's own check judges the label there.)"""
+    if tito.features.dev_mode:
+        pytest.skip("not applicable: the dev endpoints let any client change the label")
     given = {"default", tito.features.weight_label}
     ours = "tito-"
     judged = 0
