@@ -213,7 +213,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "usage-chunk-other-mode",
         "a stream's usage chunk echoes the other output_mode than the one asked for",
         breaks=("output_mode",),
-        requirements=("TEXT-007",),
+        requirements=("TEXT-006",),
     ),
     Defect(
         "text-stream-ids-shifted",

@@ -207,14 +207,25 @@ def test_every_answer_echoes_its_mode(tito: Session) -> None:
     judged = 0
     for answer in tito.answers:
         said = sorted({str(m) for m in answer.modes if m is not None})
-        if len(said) > 1:  # one request, one mode, whichever the default is
-            fail(f"{answer.what}: the chunks of one stream echo output_mode {said}")
         if answer.request.get("output_mode") not in ("tokens", "text"):
             continue  # none sent (the default is GEN-REQ-010's), or a release's own mode
         judged += 1
         wrong = [m for m in said if m != answer.mode]
         if wrong:
             fail(f"{answer.what}: sent output_mode {answer.mode!r}, the answer says {wrong}")
+    _judged(judged)
+
+
+@checks("TEXT-006", after_all=True, needs=("generate",))
+def test_every_stream_echoes_one_mode(tito: Session) -> None:
+    """Each chunk of a stream, its usage chunk included, echoes the one mode of its request
+    (whichever the default is, and whether or not text mode is served)."""
+    judged = 0
+    for answer in (a for a in tito.answers if a.streamed):
+        judged += 1
+        said = sorted({str(m) for m in answer.modes if m is not None})
+        if len(said) > 1:
+            fail(f"{answer.what}: the chunks of one stream echo output_mode {said}")
     _judged(judged)
 
 

@@ -70,7 +70,7 @@ REQUIREMENTS = [
         "Every response and every stream chunk echoes output_mode.",
         "every stream chunk carries output_mode",
         needs=("generate",),
-        defects=("output-mode-not-echoed", "stream-chunk-no-output-mode"),
+        defects=("output-mode-not-echoed", "stream-chunk-no-output-mode", "usage-chunk-other-mode"),
         fields=("output_mode", "text"),
     ),
     Requirement(
@@ -81,7 +81,7 @@ REQUIREMENTS = [
         "the echoed output_mode is the one sent",
         needs=("text-mode",),
         diff=("output-mode-tokens",),
-        defects=("output-mode-wrong-echo", "usage-chunk-other-mode"),
+        defects=("output-mode-wrong-echo",),
         fields=("output_mode", "text"),
     ),
     Requirement(
