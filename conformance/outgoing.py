@@ -42,7 +42,7 @@ class Outgoing:
 
     @property
     def max_bytes(self) -> int:
-        return self.sender._max_bytes(self.body)
+        return self.sender._max_bytes(self.exchange, self.body)
 
     @property
     def ends(self) -> float:

@@ -144,14 +144,15 @@ class Sender:
                 self.log.append(exchange)
         return exchange
 
-    def _max_bytes(self, body: Any) -> int:
-        """A stream frames every token as an event of its own (id, model, created and the
-        choice around one token id: a few hundred bytes, where a body spends a few): it may
-        take `EVENT_BYTES` more per event it may send, up to `MAX_EVENTS`."""
+    def _max_bytes(self, exchange: Exchange, body: Any) -> int:
+        """The most a correct answer to `body` may take. An SSE answer (told, as the deadline
+        is, by its own head) frames every token as an event of its own (id, model, created and
+        the choice around one token id: a few hundred bytes, where a body spends a few): it
+        may take `EVENT_BYTES` more per event it may send, up to `MAX_EVENTS`."""
         bound = MAX_BODY
         if self.bound_for is not None and body is not MISSING:
             bound = max(MAX_BODY, self.bound_for(body))
-        if isinstance(body, dict) and body.get("stream") is True:
+        if is_event_stream(exchange.response_headers):
             bound += EVENT_BYTES * MAX_EVENTS
         return bound
 

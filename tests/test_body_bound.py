@@ -8,6 +8,7 @@ from __future__ import annotations
 from conformance import api
 from conformance.bounded import EVENT_BYTES, MAX_BODY, MAX_EVENTS
 from conformance.embedded import embedded_mock
+from conformance.exchange import Exchange
 from conformance.limits import LOGPROB_BYTES, Limits
 from conformance.session import Session
 
@@ -34,8 +35,10 @@ def test_a_stream_may_spend_its_framing_on_every_event() -> None:
     with embedded_mock("scale-out") as (_, config):
         session = Session.open(config)
         try:
-            plain = session.client._max_bytes(_ask(100))
-            streamed = session.client._max_bytes({**_ask(100), "stream": True})
+            answer = Exchange("POST", "/", {}, None)
+            plain = session.client._max_bytes(answer, _ask(100))
+            answer.response_headers = {"content-type": "text/event-stream; charset=utf-8"}
+            streamed = session.client._max_bytes(answer, _ask(100))
             assert streamed - plain == EVENT_BYTES * MAX_EVENTS
             # the held request of an in-flight plan, read whole: no part of it is cut off
             held = api.body(2500, n=4, temperature=1.0, seed=1, logprobs=20, ignore_eos=True)
