@@ -31,15 +31,10 @@ class Answer:
     header_id: str | None = None  # the X-Request-Id the request was sent with
 
     @property
-    def sent_id(self) -> str | None:
-        """The id the request named (the header wins, GEN-RESP-006), None: it named none."""
-        body_id = self.request.get("request_id")
-        return self.header_id or (body_id if isinstance(body_id, str) and body_id else None)
-
-    @property
-    def mode(self) -> Any:
-        """The output_mode the request asked for (tokens when it set none)."""
-        return self.request.get("output_mode", "tokens")
+    def body_id(self) -> str | None:
+        """The request_id the request's body named (None: none, or not a string)."""
+        sent = self.request.get("request_id")
+        return sent if isinstance(sent, str) and sent else None
 
     @property
     def params(self) -> dict[str, Any]:

@@ -75,7 +75,6 @@ class Features:
     abort: bool = False
     legacy_abort: bool = False
     dev_mode: bool = False
-    weight_label: str | None = None  # what /weight_info said when probed (dev mode)
     tokenizer: bool = False
     output_mode_echo: bool = False
     logprob_form: str = "unknown"  # "integer" | "legacy" | "unknown"
@@ -253,14 +252,12 @@ def probe(client: Client, warmup_timeout: float = 30.0) -> Features:
         ev["text-mode"] += "; but no response echoed output_mode"
     stats_answer = _try(client, "GET", "/mock/stats", auth=False)
     stats = _json(stats_answer) if stats_answer is not None and stats_answer.status == 200 else None
-    dev_mode, weight_label = _weight_labels(client, ev)
     return Features(
         generate="enabled",
         api_key_required=_api_key(client, unkeyed, ev),
         abort=aborts.abort,
         legacy_abort=aborts.legacy,
-        dev_mode=dev_mode,
-        weight_label=weight_label,
+        dev_mode=_weight_labels(client, ev),
         tokenizer=tokenizer,
         output_mode_echo=echo,
         logprob_form=_logprob_form(logprobs),
@@ -470,7 +467,7 @@ def _render(renders: dict[str, Reply | None], ev: dict[str, str]) -> bool:
     return bool(served)
 
 
-def _weight_labels(client: Client, ev: dict[str, str]) -> tuple[bool, str | None]:
+def _weight_labels(client: Client, ev: dict[str, str]) -> bool:
     """/weight_info or /update_weight_version answers as the dev endpoints do.
 
     The update is sent without new_version: a dev server refuses it naming the field (400), so
@@ -486,8 +483,7 @@ def _weight_labels(client: Client, ev: dict[str, str]) -> tuple[bool, str | None
     ev["weight-labels"] = "; ".join(signals) or (
         f"/weight_info and /update_weight_version: {update.status if update else 'nothing'}"
     )
-    label = info.get("weight_version") if isinstance(info, dict) else None
-    return bool(signals), label if isinstance(label, str) else None
+    return bool(signals)
 
 
 def _logprob_form(body: Any) -> str:

@@ -141,7 +141,8 @@ def test_prompt_logprob_ranks(tito: Session) -> None:
             continue  # the entries' form is SCHEMA-GEN-001's
         if k >= 1 and ranked and 1 not in {r for r, _ in ranked}:
             fail(f"prompt_logprobs[{i}]: no entry has rank 1 (ranks {sorted(ranked)})")
-        for (r1, lp1), (r2, lp2) in zip(sorted(ranked), sorted(ranked)[1:], strict=False):
+        ordered = sorted(ranked)
+        for (r1, lp1), (r2, lp2) in zip(ordered, ordered[1:], strict=False):
             if r1 < r2 and lp1 < lp2 - 1e-6:
                 fail(
                     f"prompt_logprobs[{i}]: rank {r1} ({lp1}) is less likely than rank {r2} ({lp2})"

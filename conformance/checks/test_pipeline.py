@@ -153,19 +153,18 @@ def same_text(s: Session, response: dict, text: dict, derendered: dict) -> None:
     answer carries the same tokens, each choice's derendered text is its text. (Other tokens:
     a seeded request that differs between modes is TEXT-*'s to judge, not this.)"""
     ids = {c.get("index"): c.get("token_ids") for c in response.get("choices") or []}
-    said = {c.get("index"): c.get("text") for c in text.get("choices") or []}
+    twins = {c.get("index"): c for c in text.get("choices") or []}
     for choice in derendered.get("choices") or []:
         index = choice.get("index")
-        twin = next((c for c in text.get("choices") or [] if c.get("index") == index), None)
-        if twin is None or twin.get("token_ids") != ids.get(index):
-            continue
-        if not isinstance(said[index], str):
-            continue  # text mode without text is TEXT-*'s
-        if choice.get("text") != said[index]:
+        twin = twins.get(index, {})
+        said = twin.get("text")
+        if twin.get("token_ids") != ids.get(index) or not isinstance(said, str):
+            continue  # other tokens, or text mode without text: TEXT-*'s
+        if choice.get("text") != said:
             builds_on(s, "GEN-RESP-001")  # ids that are not the tokens sampled: GEN-RESP-001's
             fail(
                 f"derender gave choice {index} the text {choice.get('text')!r:.120}; text mode "
-                f"gave the same tokens the text {said[index]!r:.120}"
+                f"gave the same tokens the text {said!r:.120}"
             )
 
 

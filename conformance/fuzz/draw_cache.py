@@ -10,6 +10,7 @@ to draw a key writes it there and every later one reads it; without it nothing i
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import pickle
@@ -31,14 +32,18 @@ def _folder() -> Path | None:
     return Path(where) if where else None
 
 
+@functools.cache
+def _stamp() -> bytes:
+    """What every draw of this process depends on: format, versions, hash seed and spec (read
+    once, not per operation)."""
+    versions = [metadata.version(name) for name in ("schemathesis", "hypothesis")]
+    head = repr((FORMAT, versions, os.environ.get("PYTHONHASHSEED"))).encode()
+    return head + openapi.spec_path().read_bytes()
+
+
 def key(*parts: Any) -> str:
     """The file name of one draw: everything the cases depend on."""
-    versions = [metadata.version(name) for name in ("schemathesis", "hypothesis")]
-    spec = openapi.spec_path().read_bytes()
-    hashed = hashlib.sha256(repr((FORMAT, versions, os.environ.get("PYTHONHASHSEED"))).encode())
-    hashed.update(spec)
-    hashed.update(repr(parts).encode())
-    return hashed.hexdigest()[:32]
+    return hashlib.sha256(_stamp() + repr(parts).encode()).hexdigest()[:32]
 
 
 def load(name: str, operation: Any) -> tuple[tuple[Any, ...], str] | None:
@@ -59,13 +64,13 @@ def store(name: str, cases: tuple[Any, ...], skipped: str) -> None:
     folder = _folder()
     if folder is None:
         return
-    states = [{s: getattr(c, s) for s in type(c).__slots__ if s != "operation"} for c in cases]
+    states = [
+        (type(c), {s: getattr(c, s) for s in type(c).__slots__ if s != "operation"}) for c in cases
+    ]
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, delete=False) as out:
-            pickle.dump(
-                ([(type(c), st) for c, st in zip(cases, states, strict=True)], skipped), out
-            )
+            pickle.dump((states, skipped), out)
         os.replace(out.name, folder / name)
     except (OSError, pickle.PicklingError, TypeError, AttributeError):
         return  # nothing kept: the next process draws again
