@@ -15,7 +15,7 @@ import math
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,7 +135,10 @@ def as_plan(plan: Plan | int) -> Plan:
 def blockers(client: Client, plan: Plan, rid: str, timeout: float) -> Iterator[None]:
     """`plan.blockers` non-streamed requests in flight ahead of the body of the block, sent
     through clients of their own to `client`'s server (they are load, not part of the
-    caller's exchanges)."""
+    caller's exchanges). Each blocker is sent again as soon as it is answered, until the block
+    ends: on a server fast enough to finish a blocker in a millisecond, a queue filled once
+    has drained before the request it should hold arrives (seen in CI: the request queued
+    "behind 41" got its first token 4 ms after it was sent)."""
     if not plan.blockers:
         yield
         return
@@ -144,12 +147,20 @@ def blockers(client: Client, plan: Plan, rid: str, timeout: float) -> Iterator[N
         for _ in range(math.ceil(plan.blockers / PER_CLIENT))
     ]
     shape = Plan(plan.max_tokens, plan.n, plan.logprobs)
+    done = threading.Event()
 
     def block(number: int) -> None:
-        with suppress(AssertionError):  # load only: its answer decides nothing
-            clients[number // PER_CLIENT].post(
-                GENERATE, payload(shape, False, f"{rid}-ahead-{number}")
-            )
+        sent = 0
+        while not done.is_set():
+            try:  # load only: its answer decides nothing, and one refused ends this blocker
+                reply = clients[number // PER_CLIENT].post(
+                    GENERATE, payload(shape, False, f"{rid}-ahead-{number}-{sent}")
+                )
+            except AssertionError:
+                return
+            if reply.status != 200:
+                return
+            sent += 1
 
     threads = [threading.Thread(target=block, args=(i,), daemon=True) for i in range(plan.blockers)]
     try:
@@ -158,6 +169,7 @@ def blockers(client: Client, plan: Plan, rid: str, timeout: float) -> Iterator[N
         time.sleep(min(0.05, plan.blockers * MIN_GAP_S))  # let them reach the server first
         yield
     finally:
+        done.set()
         for thread in threads:
             thread.join(timeout)
         for client_ in clients:

@@ -6,14 +6,17 @@ abort checks pass there, and an ignored abort is still caught."""
 
 from __future__ import annotations
 
+import re
+import time
 from dataclasses import replace
 
 import pytest
 
 from conformance.embedded import QUICK, embedded_mock
+from conformance.http import Client
 from conformance.in_flight import HEAVY_N, Plan, plans_for
 from conformance.limits import Limits
-from conformance.plans import EVENT_BUDGET
+from conformance.plans import EVENT_BUDGET, blockers
 from conformance.results import Report, Status
 from conformance.runner import run
 
@@ -63,3 +66,25 @@ def test_the_plans_hold_a_request_only_where_the_context_caps_it() -> None:
     assert all(p.n * p.max_tokens <= EVENT_BUDGET for p in plans_for(roomy, 4))
     unknown = Limits(max_model_len=64, ttft_s=0.001, itl_s=0.00001)
     assert max(p.n for p in plans_for(unknown, 4)) == HEAVY_N
+
+
+def _waiting(client: Client) -> float:
+    text = client.get("/metrics").body.decode()
+    found = re.search(r"^vllm:num_requests_waiting\{[^}]*\} (\S+)$", text, re.M)
+    assert found, text[:500]
+    return float(found.group(1))
+
+
+def test_blockers_keep_the_queue_full_for_the_whole_block() -> None:
+    """Filled once, a queue of millisecond requests drains before the request it should hold
+    is sent (the CI flake of ABORT-002 on one slot): each blocker is sent again until the
+    block ends, so the server still has requests waiting long after the first ones ended."""
+    with embedded_mock("scale-out", ONE_SEQ, **QUICK) as (_, config):
+        client = Client(config.base_url, config.api_key)
+        try:
+            with blockers(client, Plan(60, 1, 20, 6), "held", 30.0):
+                time.sleep(0.5)  # a hundred times longer than the first six take
+                waiting = _waiting(client)
+            assert waiting >= 1, f"no request waits 0.5 s into the block: {waiting}"
+        finally:
+            client.close()
