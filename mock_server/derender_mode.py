@@ -69,23 +69,15 @@ class DerenderBuilder(Builder):
         self.echo = MODE
         self.role_sent: set[int] = set()
 
-    def choice(
-        self,
-        seq: Sequence,
-        records: list[TokenRecord],
-        finish: str | None,
-        spans: list[dict[str, Any]] | None,
-        text: str | None,
-    ) -> dict[str, Any]:
-        out = super().choice(seq, records, finish, spans, text)
-        logprobs = out.pop("logprobs")
-        content = out.pop("text", "")
+    def shaped(self, seq: Sequence, choice: dict[str, Any]) -> dict[str, Any]:
+        logprobs = choice.pop("logprobs")
+        content = choice.pop("text", "")
         if self.req.stream:
-            out["delta"] = self._delta(seq, content)
+            choice["delta"] = self._delta(seq, content)
         else:
-            out["message"] = self._message(content)
-        out["logprobs"] = logprobs
-        return out
+            choice["message"] = self._message(content)
+        choice["logprobs"] = logprobs
+        return choice
 
     def _message(self, content: str) -> dict[str, Any]:
         message = {"role": "assistant", "content": content}

@@ -20,11 +20,11 @@ import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, Unpack
 
 import httpx
 
-from mock_server.harness import MockSettings
+from mock_server.harness import MockOptions, MockSettings
 from mock_server.testing import free_port
 
 ROUTER_ENV = "TITO_VLLM_ROUTER"
@@ -150,19 +150,16 @@ def start_fleet(
     engines: int = 2,
     flags: Iterable[str] = (),
     *,
-    defects: Iterable[str] = (),
-    ttft_ms: float | None = None,
-    itl_ms: float | None = None,
-    env: Mapping[str, str] | None = None,
-    vllm_version: str | None = None,
     router: str = "auto",
     router_defect: str | None = None,
     engine_api_key: str | None = None,
     host: str = "127.0.0.1",
     port: int = 0,
+    **mock: Unpack[MockOptions],
 ) -> Fleet:
-    """Start `engines` mocks (`tito-mock --enable-scale-out` plus `flags`, as the `tito_mock`
-    fixture makes them) and a router on `host:port` (0: a free port); use as a context manager.
+    """Start `engines` mocks (`tito-mock --enable-scale-out` plus `flags` and `mock`'s defects,
+    latency, environment and release, as the `tito_mock` fixture makes them) and a router on
+    `host:port` (0: a free port); use as a context manager.
 
     `router`: "auto" (vllm-router when found, else the kit's), "vllm-router" (RouterNotFound
     without it) or "kit"; a `router_defect` needs the kit's router. `engine_api_key` is the
@@ -178,7 +175,7 @@ def start_fleet(
         raise ValueError(f"unknown router defect {router_defect!r}: {', '.join(ROUTER_DEFECTS)}")
     if router_defect is not None and router == "vllm-router":
         raise ValueError("a router defect is a fault of the kit's router: use router='kit'")
-    settings = MockSettings.of(flags, defects, ttft_ms, itl_ms, env, vllm_version)
+    settings = MockSettings.of(flags, **mock)
     config = settings.config()  # a bad flag fails here, not in N processes
     binary = None if router == "kit" or router_defect else vllm_router_binary()
     if router == "vllm-router" and binary is None:

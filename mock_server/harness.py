@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
@@ -19,10 +19,21 @@ from mock_server.app import create_app
 from mock_server.config import MockConfig, parse_args
 from mock_server.defects import DEFECTS
 from mock_server.engine import Engine
+from mock_server.listening import listening
 from openapi.asgi_transport import AsyncStreamingTransport, StreamingTransport
 
 DEFAULT_FLAGS = ("--enable-scale-out",)
 """A client author wants a server that generates; `--no-enable-scale-out` undoes it."""
+
+
+class MockOptions(TypedDict, total=False):
+    """`MockSettings.of`'s keywords beside the flags, for callers that pass them through."""
+
+    defects: Iterable[str]
+    ttft_ms: float | None
+    itl_ms: float | None
+    env: Mapping[str, str] | None
+    vllm_version: str | None
 
 
 @dataclass(frozen=True)
@@ -161,12 +172,8 @@ def loopback(app: Any, portal: BlockingPortal) -> Iterator[str]:
     app.state.mock.on_fatal.append(lambda: setattr(server, "should_exit", True))
     served = portal.start_task_soon(server.serve)
     portal.call(_until_started, server)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        served.result(10)
+    with listening(server, "127.0.0.1", lambda: served.result(10)) as url:
+        yield url
 
 
 async def _until_started(server: Any) -> None:

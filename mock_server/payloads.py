@@ -69,7 +69,11 @@ class Builder:
         if self.text and text is not None:
             out["text"] = text
         out["logprobs"] = self._logprobs(records)
-        return out
+        return self.shaped(seq, out)
+
+    def shaped(self, seq: Sequence, choice: dict[str, Any]) -> dict[str, Any]:
+        """A choice as this level's answer carries it (a release's or a mode's shape)."""
+        return choice
 
     def usage(self, completion: int, details: bool = True) -> dict[str, Any]:
         prompt = len(self.req.token_ids)

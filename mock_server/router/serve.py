@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from mock_server.listening import listening
 from mock_server.router.app import UpstreamBroken
 
 START_TIMEOUT = 10.0
@@ -64,9 +65,5 @@ def serving(app: Any, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
     if not server.started:
         server.should_exit = True
         raise RuntimeError(f"the kit's router did not start on {host}:{port}")
-    bound = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://{host}:{bound}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    with listening(server, host, lambda: thread.join(10)) as url:
+        yield url
