@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.profiles import ALL_PROFILES, API_KEY, MOCK_KNOBS
-from conformance.server_process import ServerProcess, free_port, mock_argv
+from conformance.server_process import ServerProcess, mock_argv, start_on_a_free_port
 
 SCALE_OUT = ("--enable-scale-out",)
 DEV_MODE = {"VLLM_SERVER_DEV_MODE": "1"}
@@ -200,11 +200,13 @@ def cli_argv(setting: Setting, base_url: str, json_report: Path) -> list[str]:
 
 def run_setting(setting: Setting) -> Outcome:
     """Start the mock as `setting` says, run `tito-conformance run` against it, stop all."""
-    port = free_port()
-    argv = mock_argv(port, list(setting.flags))
     started = time.monotonic()
+
+    def server_for(port: int) -> ServerProcess:
+        return ServerProcess(mock_argv(port, list(setting.flags)), port, env=server_env(setting))
+
     with (
-        ServerProcess(argv, port, env=server_env(setting)) as server,
+        start_on_a_free_port(server_for) as server,
         tempfile.TemporaryDirectory() as tmp,
     ):
         path = Path(tmp) / "report.json"

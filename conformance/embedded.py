@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from .profiles import MOCK_KNOBS, PROFILES
-from .server_process import ServerProcess, free_port, mock_argv
+from .server_process import ServerProcess, mock_argv, start_on_a_free_port
 from .session import SuiteConfig
 
 QUICK = {"timeout": 6.0, "warmup_timeout": 6.0, "deadline_s": 300.0}
@@ -27,9 +27,12 @@ def embedded_mock(
     """The mock of `profile` (plus `flags`, `defects`) running, and the configuration to test
     it with: its base URL, key and claims, and `config`'s other fields."""
     p = PROFILES[profile]
-    port = free_port()
-    argv = mock_argv(port, [*p.flags, *MOCK_KNOBS, *flags], list(defects))
-    with ServerProcess(argv, port, env=dict(p.env)) as server:
+
+    def server_for(port: int) -> ServerProcess:
+        argv = mock_argv(port, [*p.flags, *MOCK_KNOBS, *flags], list(defects))
+        return ServerProcess(argv, port, env=dict(p.env))
+
+    with start_on_a_free_port(server_for) as server:
         yield (
             server,
             SuiteConfig(

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -32,6 +32,12 @@ _RUNNING: weakref.WeakSet[ServerProcess] = weakref.WeakSet()
 
 class ServerStartError(RuntimeError):
     """The server did not become healthy; the message carries the tail of its log."""
+
+
+class PortTaken(ServerStartError):  # noqa: N818 - a kind of start error, named for its cause
+    """Another process answered on the server's port while it started (a free port is only free
+    until someone binds it: two servers started at once may be handed the same one); a retry on
+    another port is safe."""
 
 
 def free_port() -> int:
@@ -92,16 +98,22 @@ class ServerProcess:
         """For subclasses: more set-up once /health answers; raise ServerStartError to fail."""
 
     def _wait_healthy(self) -> None:
+        """Until /health answers from this server's own processes: an answer from another
+        process on the same port (ours then fails to bind, and exits) is `PortTaken`."""
         assert self._proc is not None
         ends = time.monotonic() + self.start_deadline_s
+        answered_by_other = False
         while (left := ends - time.monotonic()) > 0:
             if self._proc.poll() is not None:
-                raise ServerStartError(
-                    f"server exited with {self._proc.returncode} before it was healthy; "
-                    f"log tail:\n{self.log_tail()}"
-                )
+                why = f"server exited with {self._proc.returncode} before it was healthy"
+                if answered_by_other:
+                    why += f" (port {self.port} answered by another process)"
+                error = PortTaken if answered_by_other else ServerStartError
+                raise error(f"{why}; log tail:\n{self.log_tail()}")
             if self.healthy(timeout=max(0.1, min(2.0, left))):
-                return
+                if listens(self._proc.pid, self.port):
+                    return
+                answered_by_other = True
             time.sleep(self.poll_s)
         raise ServerStartError(
             f"server not healthy within {self.start_deadline_s:g} s; log tail:\n{self.log_tail()}"
@@ -157,7 +169,7 @@ class ServerProcess:
         return stop_session(proc.pid, self.stop_grace_s, leader=proc)
 
     def __enter__(self) -> Self:
-        return self.start()
+        return self if self.alive else self.start()  # started already: start_on_a_free_port
 
     def __exit__(
         self,
@@ -175,6 +187,28 @@ def _stat_fields(pid: int) -> list[str] | None:
         return None
     # comm may hold spaces and parentheses: split after the last ')'.
     return raw[raw.rindex(")") + 2 :].split()
+
+
+def listens(sid: int, port: int) -> bool:
+    """Whether a process of session `sid` holds the TCP socket listening on `port` (found in
+    /proc/net and the members' file descriptors); True where /proc cannot tell."""
+    inodes: set[str] = set()
+    for table in ("tcp", "tcp6"):
+        with contextlib.suppress(OSError):
+            for line in (PROC / "net" / table).read_text().splitlines()[1:]:
+                fields = line.split()
+                local, state, inode = fields[1], fields[3], fields[9]
+                if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
+                    inodes.add(f"socket:[{inode}]")
+    if not inodes:
+        return not (PROC / "net" / "tcp").exists()  # a listener /proc does not show
+    for pid in session_members(sid):
+        with contextlib.suppress(OSError):
+            for fd in (PROC / str(pid) / "fd").iterdir():
+                with contextlib.suppress(OSError):
+                    if os.readlink(fd) in inodes:
+                        return True
+    return False
 
 
 def session_members(sid: int) -> list[int]:
@@ -252,6 +286,19 @@ def install_signal_handlers() -> None:
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _exit)
+
+
+def start_on_a_free_port(
+    server_for: Callable[[int], ServerProcess], tries: int = 3
+) -> ServerProcess:
+    """`server_for(port)` started on a free port, on another one when the port is taken."""
+    for attempt in range(tries):
+        try:
+            return server_for(free_port()).start()
+        except PortTaken:
+            if attempt == tries - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def mock_argv(port: int, flags: Sequence[str], defects: Sequence[str] = ()) -> list[str]:
