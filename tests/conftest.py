@@ -12,6 +12,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+from typing import Any
 
 import pytest
 
@@ -38,9 +39,20 @@ def pytest_configure(config: pytest.Config) -> None:
 SPREAD = frozenset({"test_conformance_settings.py", "test_fuzz_defects.py"})
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    for item in items:
-        if item.path.name not in SPREAD:
-            item.add_marker(pytest.mark.xdist_group(item.path.name))
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup` (the README's command) as this suite means it: one module a worker,
+    except SPREAD's tests, one by one. Scheduled here, not by `xdist_group` marks: xdist
+    carries a mark to its scheduler by rewriting the node id, which pytest 9.2 no longer
+    reads (pytest-xdist#1386), so the marks were lost, every module was spread over both
+    workers, and each worker built the module fixtures again (the blast-radius batch of
+    ~150 suite runs twice)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ByModule(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return nodeid if module.rsplit("/", 1)[-1] in SPREAD else module
+
+    return ByModule(config, log)
