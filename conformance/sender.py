@@ -22,6 +22,7 @@ from .timeouts import Timeouts
 UNRESPONSIVE_AFTER = 3  # consecutive timeouts before the client stops sending
 IN_PROCESS_URL = "http://testserver"
 """The base URL of an in-process app (what schemathesis's ASGI client and reproducers use)."""
+KEEPALIVE_S = 2.0  # idle connections kept at most this long (servers close theirs at 5 s)
 MISSING: Any = object()
 """No JSON body given (None is a JSON body: null)."""
 
@@ -116,7 +117,10 @@ class Sender:
         raise NotImplementedError
 
     def _limits(self) -> httpx.Limits:
-        return httpx.Limits(max_connections=32)
+        """Idle connections are dropped well before a server would close them: uvicorn (vLLM's
+        server and the mock's) closes one idle for 5 s, httpx's default expiry, and a request
+        sent on it at that moment is reset (seen: "Connection reset by peer" on a generate)."""
+        return httpx.Limits(max_connections=32, keepalive_expiry=KEEPALIVE_S)
 
     def _options(self) -> dict[str, Any]:
         """What both httpx clients are opened with, besides their transport."""

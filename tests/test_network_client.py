@@ -179,3 +179,21 @@ def test_a_header_no_client_can_send_is_unsendable_not_a_server_fault() -> None:
     finally:
         client.close()
         server.shutdown()
+
+
+def test_idle_connections_go_before_a_server_closes_them() -> None:
+    """A request sent on a connection just as uvicorn (vLLM's server, the mock's) closes it for
+    idling is reset ("Connection reset by peer" on a generate, seen in a settings run): the
+    client drops its idle connections first."""
+    import uvicorn
+
+    from conformance.sender import KEEPALIVE_S
+
+    server_idle_s = uvicorn.Config(app=None).timeout_keep_alive
+    client = Client("http://127.0.0.1:9")
+    try:
+        expiry = client._limits().keepalive_expiry
+    finally:
+        client.close()
+    assert expiry is not None
+    assert expiry == KEEPALIVE_S and expiry <= server_idle_s / 2, (expiry, server_idle_s)

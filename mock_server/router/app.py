@@ -116,7 +116,11 @@ class Router:
         if self._client is None:
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT),
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
+                # idle upstream connections go before an engine's uvicorn closes them (5 s):
+                # a request sent on one as it closes is reset, and its client gets a 502
+                limits=httpx.Limits(
+                    max_connections=None, max_keepalive_connections=32, keepalive_expiry=2.0
+                ),
             )
         return self._client
 
