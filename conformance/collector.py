@@ -12,7 +12,7 @@ import pytest
 from . import api
 from .assemble import report_from
 from .exchange import Exchange
-from .foundations import broken, builds_on, implied
+from .foundations import PACED_GROUND, broken, builds_on, implied
 from .http import ServerBroke
 from .in_flight import Inconclusive
 from .registry import needs_of, requirements_of, runs_last
@@ -24,12 +24,8 @@ SCHEMA_OWNERS = {"GenerateResponse": "SCHEMA-GEN-001", "GenerateStreamPayload": 
 """The requirement that judges every received body of each schema (`checks/test_schema.py`)."""
 MAX_LEAVES = 50
 """Leaves read of a body a failed check read: enough that a field of its own is never missed."""
-PACED_GROUND = "ROUTER-008"
-"""Behind a router, what every check that acts on a stream in flight stands on: it is paced."""
 STREAM_GROUND = "STREAM-001"
 """What every check that reads a stream stands on: a readable SSE stream."""
-KEY_GROUND = "ROUTER-010"
-"""Behind a router, what every check that sent the key stands on: the key reaches the engine."""
 KEY_GROUND = "ROUTER-010"
 """Behind a router, what every check that sent the key stands on: the key reaches the engine."""
 STATUS_GROUND = "ERR-002"

@@ -410,6 +410,19 @@ def broken(s: Session, rid: str) -> str | None:
     return s.remember(f"foundation:{rid}", probe)
 
 
+PACED_GROUND = "ROUTER-008"
+"""Behind a router, what every check that acts on a stream in flight stands on: it is paced."""
+
+
+def unpaced_blocks(s: Session) -> None:
+    """Behind a router an earlier check showed holding streams back (PACED_GROUND's probe), a
+    check about to act on a stream in flight is blocked before it spends its attempts (some
+    15 s each): its failure would be blocked on the same ground afterwards. Nothing is probed
+    here; a run that has not shown the ground broken acts as before."""
+    if s.config.engines and s.known(f"foundation:{PACED_GROUND}"):
+        builds_on(s, PACED_GROUND)
+
+
 def builds_on(s: Session, *rids: str) -> None:
     """Block the running check if any ground it names is broken. Called before a check runs
     (its declared `builds_on`) and by a check that finds its evidence unusable: if the ground is

@@ -19,6 +19,7 @@ import time
 
 from . import api
 from .engine_state import Counts
+from .foundations import unpaced_blocks
 from .http import Client, ServerBroke
 from .in_flight import Inconclusive, Plan, payload, plans, ran_past
 from .semantics import fail
@@ -39,6 +40,8 @@ def _read(s: Session) -> Counts:
 def hang_up(s: Session, stream: bool, what: str) -> None:
     """Pass when a hung-up request stops on its engine; fail when it ran on; else retry, then
     `Inconclusive`."""
+    if stream:
+        unpaced_blocks(s)
     itl, tried = s.limits.itl_s or 0.0, []
     for number, plan in enumerate(plans(s, queue=False)):
         before = _read(s)

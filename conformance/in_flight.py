@@ -33,6 +33,7 @@ from typing import Any
 
 from .acting import REPEAT_S, Action, act, first_token, stream_acting, whole_acting
 from .api import GENERATE, PROMPT, chunk_of
+from .foundations import unpaced_blocks
 from .http import Reply, ServerBroke, is_event_stream
 from .plans import (
     ATTEMPTS,
@@ -138,6 +139,7 @@ def stream_with(s: Session, rid: str, plan: Plan | int, action: Action) -> Timel
     A request queued behind blockers carries no token until they end: its action goes out once
     the server accepted it, and repeats until it ends (one that came before the server knew the
     id found nothing to act on)."""
+    unpaced_blocks(s)
     plan = as_plan(plan)
     line = Timeline(plan.max_tokens, rid, n=plan.n, plan=plan)
     with blocking(s, plan, rid):

@@ -273,6 +273,12 @@ class Session:
         result: T = value
         return result
 
+    def known(self, key: str) -> Any:
+        """What `remember` already computed for `key` (None: not yet, or it raised); never
+        computes it."""
+        found = self._cache.get(key)
+        return None if found is None or found[0][1] is not None else found[0][0]
+
     @property
     def overdue(self) -> bool:
         return time.monotonic() - self.started > self.config.deadline_s
