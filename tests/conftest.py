@@ -1,4 +1,4 @@
-"""How the kit's tests share the machine (pytest-xdist, `tox -e py`: `-n 2 --dist loadgroup`).
+"""How the kit's tests share the machine (pytest-xdist, `tox -e py`: `-n 3 --dist loadgroup`).
 
 Most of the tests wait on servers (a mock's latency, a suite run at a slow server's pace), so
 more workers than cores pays. A module keeps its tests on one worker, where its module-scoped
