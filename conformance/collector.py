@@ -12,7 +12,7 @@ import pytest
 from . import api
 from .assemble import report_from
 from .exchange import Exchange
-from .foundations import PACED_GROUND, broken, builds_on, implied
+from .foundations import PACED_GROUND, UNREADABLE, broken, builds_on, implied
 from .http import ServerBroke
 from .in_flight import Inconclusive
 from .registry import needs_of, requirements_of, runs_last
@@ -22,6 +22,7 @@ from .session import BLOCKED_PREFIX, LIMIT_PREFIX, Session, SuiteConfig
 
 SCHEMA_OWNERS = {"GenerateResponse": "SCHEMA-GEN-001", "GenerateStreamPayload": "SCHEMA-STREAM-001"}
 """The requirement that judges every received body of each schema (`checks/test_schema.py`)."""
+SCHEMA_JUDGES = frozenset(SCHEMA_OWNERS.values())
 MAX_LEAVES = 50
 """Leaves read of a body a failed check read: enough that a field of its own is never missed."""
 STREAM_GROUND = "STREAM-001"
@@ -188,6 +189,8 @@ class Collector:
             if not any(ground.shows(e) for e in s.client.log):
                 continue
             why = broken(s, ground.rid)
+            if why is not None and why.startswith(UNREADABLE) and set(ids) & SCHEMA_JUDGES:
+                continue  # the ground tripped on the form they judge: they fail, it waits
             if why is not None:
                 return f"{BLOCKED_PREFIX} {why} ({ground.rid})"
         return None

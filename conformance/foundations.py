@@ -27,6 +27,11 @@ from .semantics import check_spans, choices_of, ids_of, over_max_logprobs
 from .session import BLOCKED_PREFIX, Session
 
 Probe = Callable[[Session], str | None]  # what is broken, or None
+UNREADABLE_ERRORS = (TypeError, AttributeError, KeyError, ValueError, IndexError)
+"""What reading an answer of the wrong form raises (a string where a list belongs, ...)."""
+UNREADABLE = "its answer could not be read:"
+"""How a ground's probe that tripped on such an answer says so: the answer's form, which the
+SCHEMA-* checks judge, is what is broken (they are never blocked on it)."""
 
 
 def _same_seed_twice(s: Session) -> str | None:
@@ -401,11 +406,11 @@ def broken(s: Session, rid: str) -> str | None:
             return FOUNDATIONS[rid](s)
         except (AssertionError, pytest.skip.Exception, pytest.fail.Exception):
             return None  # the probe could not run: nothing is shown broken
-        except (TypeError, AttributeError, KeyError, ValueError, IndexError) as exc:
+        except UNREADABLE_ERRORS as exc:
             # the answer could not even be read as the ground needs (text deltas that are no
             # strings, spans that are no objects): the ground is broken, and its own check
             # says how; what builds on it is blocked instead of breaking on it
-            return f"its answer could not be read: {type(exc).__name__}: {exc}"
+            return f"{UNREADABLE} {type(exc).__name__}: {exc}"
 
     return s.remember(f"foundation:{rid}", probe)
 
