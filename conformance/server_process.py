@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -169,7 +169,7 @@ class ServerProcess:
         return stop_session(proc.pid, self.stop_grace_s, leader=proc)
 
     def __enter__(self) -> Self:
-        return self if self.alive else self.start()  # started already: start_on_a_free_port
+        return self.start()
 
     def __exit__(
         self,
@@ -288,17 +288,23 @@ def install_signal_handlers() -> None:
         signal.signal(sig, _exit)
 
 
+@contextlib.contextmanager
 def start_on_a_free_port(
     server_for: Callable[[int], ServerProcess], tries: int = 3
-) -> ServerProcess:
-    """`server_for(port)` started on a free port, on another one when the port is taken."""
+) -> Iterator[ServerProcess]:
+    """`server_for(port)` running on a free port (on another one when the port is taken) for
+    the length of the block, then stopped."""
     for attempt in range(tries):
         try:
-            return server_for(free_port()).start()
+            server = server_for(free_port()).start()
+            break
         except PortTaken:
             if attempt == tries - 1:
                 raise
-    raise AssertionError("unreachable")
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def mock_argv(port: int, flags: Sequence[str], defects: Sequence[str] = ()) -> list[str]:
