@@ -63,17 +63,25 @@ def _own(s: Session) -> list[tuple[str, dict[str, Any], dict[str, str]]]:
     return found
 
 
-def _send_own(s: Session, send: Callable[[str, dict[str, Any], dict[str, str]], object]) -> None:
+def _send_own(
+    s: Session, send: Callable[[str, dict[str, Any], dict[str, str]], object], schema: str
+) -> None:
     """`send` each of `_own`'s requests: all at once when the server runs them side by side
     (they are independent; on a slow server their waits overlap), else one after the other.
-    The first failure in their order is the check's, as if they had gone one by one."""
+    The first failure in their order is the check's, as if they had gone one by one. An answer
+    that could not even be read (a string where a list belongs) is judged against `schema` at
+    its leaf first: its form is what these checks judge."""
     own = _own(s)
     seqs = sum(payload["sampling_params"].get("n", 1) for _, payload, _ in own)
     lanes = len(own) if s.limits.max_n is None or s.limits.max_n >= seqs else 1
     with ThreadPoolExecutor(lanes) as pool:
         sent = [pool.submit(send, what, payload, headers) for what, payload, headers in own]
-    for future in sent:
-        future.result()
+    try:
+        for future in sent:
+            future.result()
+    except UNREADABLE_ERRORS:
+        _judge(s, schema)
+        raise
 
 
 @checks("SCHEMA-GEN-001", after_all=True)
@@ -81,11 +89,7 @@ def test_generate_responses_match_schema(tito: Session) -> None:
     def send(what: str, payload: dict[str, Any], headers: dict[str, str]) -> object:
         return api.generate(tito, payload, headers, what=what)  # kept with the others
 
-    try:
-        _send_own(tito, send)
-    except UNREADABLE_ERRORS:  # an answer read as no answer: its form is judged here
-        _judge(tito, "GenerateResponse")
-        raise
+    _send_own(tito, send, "GenerateResponse")
     media = tito.observed.get(f"GenerateResponse {MEDIA}", [])
     if media:
         shown = "; ".join(f"{what}: {value!r}" for what, value in media[:SHOWN])
@@ -101,9 +105,5 @@ def test_stream_events_match_schema(tito: Session) -> None:
     def send(what: str, payload: dict[str, Any], headers: dict[str, str]) -> object:
         return api.stream(tito, payload, headers, what=what.replace("generate", "stream"))
 
-    try:
-        _send_own(tito, send)
-    except UNREADABLE_ERRORS:  # a chunk read as no chunk: its form is judged here, at the leaf
-        _judge(tito, "GenerateStreamPayload")
-        raise
+    _send_own(tito, send, "GenerateStreamPayload")
     _judge(tito, "GenerateStreamPayload")
