@@ -412,7 +412,12 @@ def broken(s: Session, rid: str) -> str | None:
             # says how; what builds on it is blocked instead of breaking on it
             return f"{UNREADABLE} {type(exc).__name__}: {exc}"
 
-    return s.remember(f"foundation:{rid}", probe)
+    return s.remember(_probed(rid), probe)
+
+
+def _probed(rid: str) -> str:
+    """Where the run keeps what the probe of `rid` found (`Session.remember`)."""
+    return f"foundation:{rid}"
 
 
 PACED_GROUND = "ROUTER-008"
@@ -424,7 +429,7 @@ def unpaced_blocks(s: Session) -> None:
     check about to act on a stream in flight is blocked before it spends its attempts (some
     15 s each): its failure would be blocked on the same ground afterwards. Nothing is probed
     here; a run that has not shown the ground broken acts as before."""
-    if s.config.engines and s.known(f"foundation:{PACED_GROUND}"):
+    if s.config.engines and s.known(_probed(PACED_GROUND)):
         builds_on(s, PACED_GROUND)
 
 
