@@ -229,21 +229,6 @@ def status_is(reply: Reply, expected: int, what: str) -> None:
         raise StatusMismatch(f"{what}: expected HTTP {expected}, got {answer_of(reply)}")
 
 
-def stated_error(status: int | None, body: bytes) -> int | None:
-    """The error code an answer states in its body (`{"error": {"code": 400, ...}}`) when it
-    is not the answer's HTTP status (a 200, or a router's 502, carrying an engine's 400): a
-    rejection answered with the wrong status, which is ERR-002's to judge."""
-    if status is None or status == 401:  # vLLM's 401 body is flat: AUTH-004's
-        return None
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return None
-    error = data.get("error") if isinstance(data, dict) else None
-    code = error.get("code") if isinstance(error, dict) else None
-    return code if isinstance(code, int) and code >= 400 and code != status else None
-
-
 def answer_of(reply: Reply) -> str:
     """An answer in one line: an error's body as sent (it is short and says why), a success's
     JSON body by its keys (its tokens are no evidence, and would crowd the report out)."""

@@ -11,7 +11,7 @@ import pytest
 
 from . import api
 from .assemble import report_from
-from .exchange import Exchange
+from .exchange import Exchange, stated_error
 from .foundations import PACED_GROUND, UNREADABLE, broken, builds_on, implied
 from .http import ServerBroke
 from .in_flight import Inconclusive
@@ -58,7 +58,7 @@ EXCHANGE_GROUNDS = (
     # generate is answered so too: the server rejected and misstated the status (ERR-002's).
     ExchangeGround(
         STATUS_GROUND,
-        lambda e: api.stated_error(e.status, e.response_body) is not None,
+        lambda e: stated_error(e.status, e.response_body) is not None,
         STATUS_JUDGES,
     ),
     # A stream read where a minimal stream is no readable SSE at all: STREAM-001's, not every

@@ -72,3 +72,20 @@ def _cut(text: str) -> str:
 def dumps(body: object) -> bytes:
     """Compact JSON, as clients usually send it."""
     return json.dumps(body, separators=(",", ":")).encode()
+
+
+def stated_error(status: int | None, body: bytes) -> int | None:
+    """The error code an answer states in its body (`{"error": {"code": 400, ...}}`) when it
+    is not the answer's HTTP status (a 200, or a router's 502, carrying an engine's 400): a
+    rejection answered with the wrong status, which is ERR-002's to judge."""
+    if status is None or status == 401:  # vLLM's 401 body is flat: AUTH-004's
+        return None
+    if b'"error"' not in body[:200]:  # most answers: not parsed at all
+        return None
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    error = data.get("error") if isinstance(data, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, int) and code >= 400 and code != status else None

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from . import api
+from .exchange import stated_error
 from .http import Client, is_event_stream
 from .registry import grounds_of
 from .requirements import all_requirements, by_id
@@ -259,7 +260,7 @@ def _error_status(s: Session) -> str | None:
     on that one defect: the status is ERR-002's (code equal to the HTTP status), and its check
     judges this very request."""
     reply = s.client.post(api.GENERATE, api.invalid())
-    code = api.stated_error(reply.status, reply.body)
+    code = stated_error(reply.status, reply.body)
     if code is None:
         return None
     return f"an invalid generate was answered HTTP {reply.status} with error.code {code}"

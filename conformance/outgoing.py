@@ -78,4 +78,5 @@ class Outgoing:
             raise self.sender._stream_failed(self.exchange, self.what, exc) from None
 
     def reply(self) -> Reply:
+        self.sender._answered(self.exchange)
         return Reply(self.exchange)

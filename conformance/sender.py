@@ -15,7 +15,7 @@ from typing import Any, TypedDict
 import httpx
 
 from .bounded import EVENT_BYTES, MAX_BODY, MAX_EVENTS, ServerBroke, Unsendable
-from .exchange import Exchange, dumps
+from .exchange import Exchange, dumps, stated_error
 from .sse import is_event_stream
 from .timeouts import Timeouts
 
@@ -102,6 +102,9 @@ class Sender:
         self.bound_for: Callable[[Any], int] | None = None
         """The most bytes a correct answer to a body may take (learned: `Limits.body_bound`);
         None: MAX_BODY for every answer."""
+        self.on_misstated: Callable[[Exchange, int], None] | None = None
+        """Told of each whole answer whose body states another error code than its status
+        (`stated_error`), with that code: ERR-002 judges every one the run received."""
         self._timeouts = 0
         self._lock = threading.Lock()
         self._stack = contextlib.ExitStack()
@@ -159,6 +162,13 @@ class Sender:
         if is_event_stream(exchange.response_headers):
             bound += EVENT_BYTES * MAX_EVENTS
         return bound
+
+    def _answered(self, exchange: Exchange) -> None:
+        """A whole answer was read: one that misstates its status is passed on."""
+        if self.on_misstated is not None:
+            code = stated_error(exchange.status, exchange.response_body)
+            if code is not None:
+                self.on_misstated(exchange, code)
 
     def _note(self, timed_out: bool) -> None:
         with self._lock:

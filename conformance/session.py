@@ -13,6 +13,7 @@ import pytest
 
 from .answers import KEPT, Answer
 from .engine_state import EngineState
+from .exchange import Exchange
 from .features import KNOWN_FEATURES, Features, probe
 from .http import DEFAULT_TIMEOUT_S, Client, Timeouts
 from .limits import Limits, probe_limits
@@ -21,6 +22,7 @@ from .registry import Needs
 T = TypeVar("T")
 LIMIT_PREFIX = "limit:"  # a skip because of the server's configuration, not a missing feature
 MEDIA = "media"  # `observe_media`'s key beside a schema's
+MISSTATED = "misstated"  # `observed`'s key of the answers whose error code is not their status
 BLOCKED_PREFIX = "blocked:"  # not judged: a requirement it builds on fails (named in the reason)
 
 
@@ -93,9 +95,14 @@ class Session:
     _state: EngineState | None = None
     _direct: dict[str, Client] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.client.on_misstated = self.misstated
+
     @classmethod
     def open(cls, config: SuiteConfig) -> Session:
         client = _client(config)
+        probed: list[tuple[Exchange, int]] = []  # the probe's own answers are judged too
+        client.on_misstated = lambda exchange, code: probed.append((exchange, code))
         try:
             features = probe(client, warmup_timeout=max(config.timeout, config.warmup_timeout))
             limits = (
@@ -107,7 +114,10 @@ class Session:
             raise
         client.log.clear()
         client.bound_for = limits.body_bound
-        return cls(config, client, features, limits)
+        session = cls(config, client, features, limits)
+        for exchange, code in probed:
+            session.misstated(exchange, code)
+        return session
 
     @classmethod
     def learned(cls, config: SuiteConfig, features: Features, limits: Limits) -> Session:
@@ -146,6 +156,13 @@ class Session:
             kept.append((what, body))
         if len(self.recent) < 500:
             self.recent.append((schema, what, body))
+
+    def misstated(self, exchange: Exchange, code: int) -> None:
+        """Keep an answer whose body states error `code` under another HTTP status."""
+        kept = self.observed.setdefault(MISSTATED, [])
+        if len(kept) < 2000:
+            what = f"{exchange.method} {exchange.url.removeprefix(self.config.base_url)}"
+            kept.append((what, {"status": exchange.status, "code": code}))
 
     def keep(self, answer: Answer | None) -> None:
         """Keep a generate answer (of a generate schema) for the rules judged over every one."""

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from conformance import api
+from conformance.exchange import stated_error
 from conformance.features import DERENDER
 from conformance.registry import checks
 from conformance.semantics import fail
-from conformance.session import Session
+from conformance.session import MISSTATED, Session
 
 BAD_FIELDS: list[tuple[str, dict[str, Any]]] = [
     ("temperature 'x'", api.body(2, temperature="x")),
@@ -32,7 +33,7 @@ def test_unknown_output_mode(tito: Session) -> None:
 def test_error_body_shape(tito: Session) -> None:
     for what, payload in (("an invalid generate", api.invalid()),):
         reply = tito.client.post(api.GENERATE, payload)
-        stated = api.stated_error(reply.status, reply.body)
+        stated = stated_error(reply.status, reply.body)
         if stated is not None:
             fail(f"{what} was answered HTTP {reply.status} with error.code {stated}")
         if reply.status < 400:
@@ -41,6 +42,18 @@ def test_error_body_shape(tito: Session) -> None:
         api.validate("ErrorResponse", data, f"error body of {what}")
         if data["error"].get("code") != reply.status:
             fail(f"{what}: error.code {data['error'].get('code')} != HTTP {reply.status}")
+
+
+@checks("ERR-002", after_all=True)
+def test_every_error_states_its_status(tito: Session) -> None:
+    """Every whole answer of the run whose body states an error code, on any route (render,
+    derender, abort, the probe's), states its own HTTP status: a render rejected with a 200
+    or a 422 carrying a 400's body is as misstated as a generate."""
+    seen = tito.observed.get(MISSTATED, [])
+    if seen:
+        what, answer = seen[0]
+        more = f" (and {len(seen) - 1} more answers)" if len(seen) > 1 else ""
+        fail(f"{what} was answered HTTP {answer['status']} with error.code {answer['code']}{more}")
 
 
 @checks("ERR-003")
