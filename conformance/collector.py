@@ -12,7 +12,14 @@ import pytest
 from . import api
 from .assemble import report_from
 from .exchange import Exchange, stated_error
-from .foundations import PACED_GROUND, UNREADABLE, broken, builds_on, implied
+from .foundations import (
+    PACED_GROUND,
+    UNREADABLE,
+    UNREADABLE_ERRORS,
+    broken,
+    builds_on,
+    implied,
+)
 from .http import ServerBroke
 from .in_flight import Inconclusive
 from .registry import needs_of, requirements_of, runs_last
@@ -205,22 +212,45 @@ class Collector:
         s = self.session
         if s is None or set(ids) & set(SCHEMA_OWNERS.values()):
             return None
+        found = self._malformed(ids)
+        if found is None or found[0]:
+            return None  # malformed where the check's own requirement speaks: it fails
+        _, schema, what, body, owner, text = found
+        s.malformed.append((schema, what, body))  # judged there, whatever the cap
+        return f"{BLOCKED_PREFIX} it read a malformed answer, {what}: {text} ({owner})"
+
+    def _malformed(self, ids: tuple[str, ...]) -> tuple[bool, str, str, Any, str, str] | None:
+        """The first malformed answer the check read, as (in the fields of its own
+        requirements, schema, what, body, the SCHEMA-* owner, the first leaf); one malformed
+        in its own fields comes first. None: every answer it read has the spec's form."""
+        s = self.session
+        if s is None:
+            return None
         own = {f for rid in ids for f in by_id()[rid].fields}
-        first: tuple[str, str, Any, str, str] | None = None
+        first: tuple[bool, str, str, Any, str, str] | None = None
         for schema, what, body in s.recent:  # every body it read, before deciding
             owner = SCHEMA_OWNERS.get(schema)
             if owner is None or (s.selected is not None and owner not in s.selected):
                 continue
             leaves = api.schema_leaves(schema, body, limit=MAX_LEAVES, every=True)
-            if any(leaf.keys & own for leaf in leaves):
-                return None  # malformed where the check's own requirement speaks: it fails
+            mine = [leaf for leaf in leaves if leaf.keys & own]
+            if mine:
+                return True, schema, what, body, owner, mine[0].text
             if leaves and first is None:
-                first = (schema, what, body, owner, leaves[0].text)
-        if first is None:
+                first = (False, schema, what, body, owner, leaves[0].text)
+        return first
+
+    def _unreadable(self, ids: tuple[str, ...], excinfo: Any) -> str | None:
+        """A check that could not read an answer malformed in its own requirement's fields (a
+        string where its logprobs belong) fails on that field, as it would have judged it: the
+        harness did not break, the answer did."""
+        if excinfo is None or not excinfo.errisinstance(UNREADABLE_ERRORS):
             return None
-        schema, what, body, owner, text = first
-        s.malformed.append((schema, what, body))  # judged there, whatever the cap
-        return f"{BLOCKED_PREFIX} it read a malformed answer, {what}: {text} ({owner})"
+        found = self._malformed(ids)
+        if found is None or not found[0]:
+            return None
+        _, _, what, _, _, text = found
+        return f"{what} could not be read: {text}"
 
     def _record(self, item: pytest.Item, call: pytest.CallInfo[None], report: Any) -> None:
         ids = requirements_of(getattr(item, "function", None))
@@ -262,7 +292,10 @@ class Collector:
             )
             or excinfo.errisinstance(pytest.fail.Exception)  # a claimed feature is absent
         )
-        if excinfo is None:
+        unreadable = self._unreadable(ids, excinfo) if report.when == "call" else None
+        if unreadable is not None:
+            failure, message = True, unreadable
+        elif excinfo is None:
             message = str(report.longrepr)
         elif excinfo.errisinstance(pytest.fail.Exception):
             message = str(excinfo.value.msg)  # type: ignore[attr-defined]

@@ -21,9 +21,9 @@ from conformance.runner import run
 FAULTS = {f.name: f for f in generate_faults()}
 
 
-def _run(fault: str, requirement_ids: set[str]) -> Report:
+def _run(fault: str, requirement_ids: set[str], profile: str = "scale-out") -> Report:
     with (
-        embedded_mock("scale-out", (), (), **QUICK) as (_, config),
+        embedded_mock(profile, (), (), **QUICK) as (_, config),
         proxied(config.base_url, FAULTS[fault]) as (url, _app),
     ):
         return run(replace(config, base_url=url, requirement_ids=frozenset(requirement_ids)))
@@ -62,3 +62,49 @@ def test_a_requirement_about_the_field_still_fails(fault: str) -> None:
     assert report.result("GEN-RESP-003").status is Status.PASS  # usage is well formed
     alone = _run(fault, {"SCHEMA-GEN-001"}).result("SCHEMA-GEN-001")
     assert alone.status is Status.FAIL and "/finish_reason" in alone.reason
+
+
+@pytest.mark.parametrize(
+    ("fault", "rid", "leaf"),
+    [
+        ("generate-text.choices[].logprobs:wrong-type", "TEXT-003", "/choices/0/logprobs"),
+        ("stream.chunk.choices:null", "STREAM-006", "/choices"),
+    ],
+)
+def test_a_check_that_cannot_read_its_own_field_fails_on_it(
+    fault: str, rid: str, leaf: str
+) -> None:
+    """Malformed in the field its requirement governs, the answer trips the check's reading
+    (a string where an object belongs): that is the requirement failing at the leaf, not the
+    harness breaking."""
+    report = _run(fault, {rid, "SCHEMA-GEN-001", "SCHEMA-STREAM-001"})
+    result = report.result(rid)
+    assert result.status is Status.FAIL, result.reason
+    assert leaf in result.reason and "harness error" not in result.reason
+    assert not [r.requirement.id for r in report.requirements if r.status is Status.ERROR]
+
+
+def test_a_helper_answer_of_the_wrong_form_blocks_on_its_owner() -> None:
+    """TEXT-008 finds a special token through chat render; a chat render answer that is no
+    GenerateRequest is RENDER-002's, which fails on it, and TEXT-008 is blocked naming it."""
+    report = _run("render-chat.token_ids:wrong-type", {"TEXT-008", "RENDER-002"})
+    assert report.result("RENDER-002").status is Status.FAIL
+    special = report.result("TEXT-008")
+    assert special.status is Status.SKIP and "(RENDER-002)" in special.reason, special.reason
+
+
+@pytest.mark.parametrize(
+    ("fault", "path"),
+    [
+        ("render-chat:status=400->200", "/v1/chat/completions/render"),
+        ("render-chat:status=400->422", "/v1/chat/completions/render"),
+        ("derender:status=400->200", "/v1/completions/derender"),
+    ],
+)
+def test_an_error_under_another_status_fails_err_002_on_any_route(fault: str, path: str) -> None:
+    """A tokens-only server cannot render chat (no tokenizer): its 400 answered as a 200 or a
+    422 is judged with every other error answer of the run, whichever route or probe got it."""
+    report = _run(fault, {"ERR-002", "RENDER-002", "TEXT-008"}, profile="tokens-only")
+    err = report.result("ERR-002")
+    assert err.status is Status.FAIL and path in err.reason, err.reason
+    assert [r.requirement.id for r in report.requirements if r.status is Status.FAIL] == ["ERR-002"]
