@@ -120,12 +120,29 @@ def ids_disowned(s: Session) -> str | None:
     return None
 
 
-def _finish_reasons(s: Session) -> str | None:
+def finish_broken(s: Session) -> str | None:
+    """GEN-RESP-002's ground (and judged by its check): every choice names one of the three
+    reasons, and the one that says why it ended. A choice that ran to max_tokens under
+    ignore_eos ended by length, whatever else the server gets wrong; one that names another
+    reason there misnames them all, and each check that expects a reason (stop, length,
+    abort) is blocked on it rather than failed."""
     for i, choice in enumerate(_minimal(s)):
         reason = choice.get("finish_reason")
         if reason not in ("stop", "length", "abort"):
             return f"choice {i} of a minimal generate has finish_reason {reason!r}"
+    payload = api.body(MAX_TOKENS, ignore_eos=True)
+    ran = s.remember("foundation-length", lambda: choices_of(api.generate(s, payload)))
+    for i, choice in enumerate(ran):
+        reason = choice.get("finish_reason")
+        if len(ids_of(choice)) == MAX_TOKENS and reason != "length":
+            return (
+                f"choice {i} ran to max_tokens {MAX_TOKENS} under ignore_eos and says "
+                f"finish_reason {reason!r}, not 'length'"
+            )
     return None
+
+
+MAX_TOKENS = 4  # finish_broken's run to a length
 
 
 def _weight_lists(s: Session) -> str | None:
@@ -382,7 +399,7 @@ PROBES: dict[str, Probe] = {
     "logprobs-limit": _logprobs_limit,
     "header-id": _header_id,
     "same-seed-twice": _same_seed_twice,
-    "finish-reasons": _finish_reasons,
+    "finish-reasons": finish_broken,
     "ids-agree": ids_disowned,
     "weight-lists": _weight_lists,
     "spans-cover": _spans_cover,

@@ -33,7 +33,7 @@ from typing import Any
 
 from .acting import REPEAT_S, Action, act, first_token, stream_acting, whole_acting
 from .api import GENERATE, PROMPT, chunk_of
-from .foundations import unpaced_blocks
+from .foundations import builds_on, unpaced_blocks
 from .http import Reply, ServerBroke, is_event_stream
 from .plans import (
     ATTEMPTS,
@@ -224,6 +224,8 @@ def overlapped(
         if outcome is not Outcome.TOO_CLOSE:
             return line, outcome
         tried.append(line.describe())
+    if line.body is None:  # streams whose deltas lose tokens show none to act on: STREAM-003's
+        builds_on(s, "STREAM-003")
     raise Inconclusive(
         f"{what}: could not make the action land while the request was provably in flight "
         f"(pace: {s.limits.describe()}); tries: " + " | ".join(tried)

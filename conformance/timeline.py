@@ -105,6 +105,8 @@ class Timeline:
     def outcome(self, itl_s: float) -> Outcome:
         if self.landed():
             return Outcome.LANDED
+        if self.action_sent_s is None and not self.actions:
+            return Outcome.TOO_CLOSE  # no action went out (no token was seen): nothing to judge
         if not self.ran_to_end():
             return Outcome.CUT
         if self.ignored(itl_s):

@@ -34,7 +34,7 @@ def _rounds(s: Session) -> int:
 def _aborts_land(s: Session, path: str, auth: bool, what: str) -> None:
     for number in range(_rounds(s)):
         line, outcome = aborted_stream(s, path, auth=auth)
-        judge_abort_landed(line, outcome, f"{what} (stream {number + 1} of {_rounds(s)})")
+        judge_abort_landed(s, line, outcome, f"{what} (stream {number + 1} of {_rounds(s)})")
 
 
 @checks("ROUTER-001", builds_on=("ABORT-001", "STREAM-001"))

@@ -36,7 +36,7 @@ def test_legacy_abort(tito: Session) -> None:
     unknown = {"request_ids": [f"generate-tokens-{tito.rid('none')}"]}
     api.empty_200(tito.client.post(api.LEGACY_ABORT, unknown), "/abort_requests of an unknown id")
     line, outcome = aborted_stream(tito, api.LEGACY_ABORT)
-    judge_abort_landed(line, outcome, "a stream aborted through /abort_requests")
+    judge_abort_landed(tito, line, outcome, "a stream aborted through /abort_requests")
 
 
 @checks("ABORT-008", needs=("generate",))
