@@ -48,6 +48,11 @@ class Answer:
         return k if isinstance(k, int) and not isinstance(k, bool) and k >= 0 else None
 
     @property
+    def text_mode(self) -> bool:
+        """Asked for text mode: what it reads stands on TEXT-001 (text-mode answers work)."""
+        return self.request.get("output_mode") == "text"
+
+    @property
     def n(self) -> int:
         n = self.params.get("n", 1)
         return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 1

@@ -21,6 +21,7 @@ import pytest
 
 from . import api
 from .exchange import stated_error
+from .features import DERENDER
 from .http import Client, is_event_stream
 from .registry import grounds_of
 from .requirements import all_requirements, by_id
@@ -87,13 +88,18 @@ def usage_broken(s: Session) -> str | None:
     and usage disagree, which one is wrong is GEN-RESP-003's to say, not each count's (and its
     check judges this answer too, so a check blocked on it names a requirement that fails)."""
     data = s.remember("foundation-body", lambda: api.generate(s, api.body(4), what="minimal"))
-    usage = data.get("usage")
-    if not isinstance(usage, dict):
-        return None  # its form is SCHEMA-GEN-001's
-    returned = sum(len(c.get("token_ids") or []) for c in choices_of(data))
-    if usage.get("completion_tokens") != returned:
-        counted = usage.get("completion_tokens")
-        return f"a minimal generate returned {returned} tokens and counts {counted!r}"
+    answers = [("a minimal generate", data)]
+    if "text-mode" in s.features.names():  # text mode's counts: the same tokens, as text too
+        answers.append(("a minimal text-mode generate", text_answer(s)))
+    for what, answer in answers:
+        usage = answer.get("usage")
+        choices = answer.get("choices")
+        if not isinstance(usage, dict) or not isinstance(choices, list):
+            continue  # its form is SCHEMA-GEN-001's
+        returned = sum(len(c.get("token_ids") or []) for c in choices if isinstance(c, dict))
+        if usage.get("completion_tokens") != returned:
+            counted = usage.get("completion_tokens")
+            return f"{what} returned {returned} tokens and counts {counted!r}"
     return None
 
 
@@ -231,19 +237,60 @@ def _text_mode(s: Session) -> dict[str, Any]:
 
 def text_broken(s: Session) -> str | None:
     """What is wrong with a minimal text-mode answer's text (TEXT-001's ground, and judged by
-    its check, so a check blocked on it names a requirement that fails)."""
+    its check, so a check blocked on it names a requirement that fails): no text, or a text
+    that is not its tokens' (`text_disowned`)."""
     choices = text_answer(s).get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         return f"a minimal text-mode answer has choices {choices!r:.80}, none to carry text"
     text = choices[0].get("text")
-    return None if isinstance(text, str) else f"a text-mode choice has text {text!r}"
+    if not isinstance(text, str):
+        return f"a text-mode choice has text {text!r}"
+    return text_disowned(s, choices[0])
+
+
+def _text_stream(s: Session) -> str | None:
+    """The joined text of the minimal text-mode request, streamed."""
+
+    def read() -> str | None:
+        payload = api.body(8, ignore_eos=True) | {"output_mode": "text"}
+        part = api.stream(s, payload, what="text-mode stream").choices().get(0)
+        return part.text if part else None
+
+    return s.remember("foundation-text-stream", read)
+
+
+def text_disowned(s: Session, choice: dict[str, Any]) -> str | None:
+    """A greedy text-mode answer's text against two other readings of its tokens: its stream's
+    deltas and the server's own derender of the same tokens. Where those agree and the text
+    alone differs, the text is not its tokens' (TEXT-001's), not each check that compares it
+    with something else (a stop string cut, a stream, the pipeline). Only where derender is
+    served and the tokens mode gives the same tokens."""
+    if not s.features.render:
+        return None
+
+    def derendered() -> str | None:
+        data = api.generate(s, api.body(8, ignore_eos=True), what="the same in tokens mode")
+        if ids_of(choices_of(data)[0]) != ids_of(choice):
+            return None  # other tokens: TEXT-004's to judge, no reading of these
+        asked = {"generate_responses": [data], "prompt_tokens": [len(api.PROMPT)]}
+        reply = s.client.post(DERENDER, asked)
+        found = reply.json().get("choices") if reply.status == 200 else None
+        text = found[0].get("text") if isinstance(found, list) and found else None
+        return text if isinstance(text, str) else None
+
+    other = s.remember("foundation-derendered", derendered)
+    text = choice.get("text")
+    if other is not None and other == _text_stream(s) and text != other:
+        return (
+            f"a greedy text-mode answer's text {text!r:.80} differs from its stream's and the "
+            f"derender of its tokens, which agree on {other!r:.80}"
+        )
+    return None
 
 
 def _text_deltas(s: Session) -> str | None:
     whole = _text_mode(s).get("text")
-    payload = api.body(8, ignore_eos=True) | {"output_mode": "text"}
-    part = api.stream(s, payload, what="text-mode stream").choices().get(0)
-    joined = part.text if part else None
+    joined = _text_stream(s)
     if isinstance(whole, str) and joined != whole:
         return f"a greedy text-mode stream's text deltas join to {joined!r}, not {whole!r}"
     return None

@@ -203,6 +203,7 @@ def test_usage_counts(tito: Session) -> None:
     check_usage(basic(tito), len(api.PROMPT))
     check_usage(api.generate(tito, api.seeded(5, n=tito.limits.n(2))), len(api.PROMPT))
     if "text-mode" in tito.features.names():  # text mode counts the same tokens
+        builds_on(tito, foundations.TEXT_GROUND)  # where its answers carry no choices at all
         check_usage(foundations.text_answer(tito), len(api.PROMPT))
     why = foundations.usage_broken(tito)  # what the token counts stand on, judged here too
     if why is not None:

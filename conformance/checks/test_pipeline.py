@@ -162,6 +162,7 @@ def same_text(s: Session, response: dict, text: dict, derendered: dict) -> None:
             continue  # other tokens, or text mode without text: TEXT-*'s
         if choice.get("text") != said:
             builds_on(s, "GEN-RESP-001")  # ids that are not the tokens sampled: GEN-RESP-001's
+            builds_on(s, "TEXT-001")  # a text that is not its tokens': TEXT-001's
             fail(
                 f"derender gave choice {index} the text {choice.get('text')!r:.120}; text mode "
                 f"gave the same tokens the text {said!r:.120}"

@@ -154,7 +154,7 @@ def test_include_stop_str(tito: Session) -> None:
     _text_ends(case, "kept", case["at"] + len(case["stop"]), " with include_stop_str_in_output")
 
 
-@checks("STOP-008", builds_on=("GEN-REQ-007",))
+@checks("STOP-008", builds_on=("GEN-REQ-007", "GEN-RESP-003"))
 def test_stop_string_tokens_kept(tito: Session) -> None:
     case = stop_string_case(tito)
     if case["needed"] is None:  # the reference's logprobs cannot say which tokens spell it

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,10 +17,11 @@ from conformance.semantics import check_spans, choices_of, fail
 from conformance.session import Session
 
 
-def responses(s: Session) -> list[dict]:
+def responses(s: Session) -> Iterator[dict]:
     """Answers to judge spans on: tokens mode, n choices, and text mode where it is served
-    (the spans count token_ids in every mode)."""
-    found = s.remember(
+    (the spans count token_ids in every mode). The text-mode answer comes last, standing on
+    TEXT-001: one with no choices at all is that requirement's, not the spans'."""
+    yield from s.remember(
         "wv",
         lambda: [
             api.generate(s, api.body(6, ignore_eos=True)),
@@ -27,8 +29,8 @@ def responses(s: Session) -> list[dict]:
         ],
     )
     if "text-mode" in s.features.names():
-        found = [*found, foundations.text_answer(s)]
-    return found
+        builds_on(s, foundations.TEXT_GROUND)
+        yield foundations.text_answer(s)
 
 
 @checks("WV-001", needs=("generate",))
