@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import pytest
 
 from conformance import api, semantics
@@ -160,3 +163,79 @@ def test_prompt_logprobs(tito: Session) -> None:
         fail(f"prompt_logprobs[0] is {plp[0]!r}, expected null")
     if any(not isinstance(e, dict) or not e for e in plp[1:]):
         fail("prompt_logprobs entries after the first must be non-empty objects")
+
+
+AGREE = 0.2
+"""How far two readings of one logprob may differ (two prefills of one prefix: bf16 kernels
+of other lengths move a logprob by hundredths; a wrong value moves it by more)."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """The first generated step after a prefix, read whole and streamed: its token and the
+    sampled entry of each reading (None: absent or of another form)."""
+
+    token: object
+    whole: dict[str, Any] | None
+    streamed: dict[str, Any] | None
+
+    def agreed(self, key: str) -> Any:
+        """`key` of the sampled entry where both readings give it alike (None: they differ)."""
+        if self.whole is None or self.streamed is None:
+            return None
+        first, second = self.whole.get(key), self.streamed.get(key)
+        if isinstance(first, (int, float)) and isinstance(second, (int, float)):
+            return first if abs(first - second) <= AGREE else None
+        return first if first == second else None
+
+
+def _first(entries: object) -> dict[str, Any] | None:
+    entry = entries[0] if isinstance(entries, list) and entries else None
+    return entry if isinstance(entry, dict) else None
+
+
+def _greedy_step(s: Session, text: bool) -> Step:
+    """The step that follows the prompt cut before its last token: the model's logprobs for
+    the prefix that the prompt's last position stands on."""
+    top = {"output_mode": "text"} if text else None
+    payload = api.body(1, prompt=api.PROMPT[:-1], top=top, logprobs=s.limits.logprobs(1))
+    whole = choices_of(api.generate(s, payload, what="the prompt before its last token"))[0]
+    part = api.stream(s, payload, what="the same, streamed").choices().get(0)
+    ids = whole.get("token_ids")
+    token = ids[0] if isinstance(ids, list) and ids else None
+    content = (whole.get("logprobs") or {}).get("content")
+    return Step(token, _first(content), _first(part.logprobs if part else None))
+
+
+@checks("LOGP-010", needs=("generate",))
+def test_prompt_logprobs_are_the_models(tito: Session) -> None:
+    """A prompt position's logprobs are the model's for the prefix before it: the token a
+    greedy generation from that prefix picks carries the same logprob there, and with a
+    tokenizer the same decoded string as text mode's entry for it. Judged where the
+    generation's two readings (whole and streamed) agree; where they do not, the generation's
+    logprobs are what is wrong (LOGP-*, STREAM-003), not the prompt's."""
+    if tito.limits.logprobs(1) < 1:
+        pytest.skip("limit: the server allows no alternative logprob to compare")
+    at = len(api.PROMPT) - 1
+    plp = prompt_logprobs(tito).get("prompt_logprobs")
+    position = plp[at] if isinstance(plp, list) and len(plp) > at else None
+    step = _greedy_step(tito, text=False)
+    there = position.get(str(step.token)) if isinstance(position, dict) else None
+    if not isinstance(there, dict):
+        pytest.skip("not applicable: the greedy token is not among the position's entries")
+    value, given = step.agreed("logprob"), there.get("logprob")
+    numbers = isinstance(value, (int, float)) and isinstance(given, (int, float))
+    if numbers and abs(given - value) > AGREE:
+        fail(
+            f"prompt_logprobs[{at}] gives token {step.token} logprob {given}; generating "
+            f"from the prompt before it gives it {value} (whole and streamed)"
+        )
+    if "text-mode" not in tito.features.names():
+        return
+    spoken = _greedy_step(tito, text=True)
+    name = spoken.agreed("token")
+    if spoken.token == step.token and isinstance(name, str) and there.get("decoded_token") != name:
+        fail(
+            f"prompt_logprobs[{at}] decodes token {step.token} as {there.get('decoded_token')!r}; "
+            f"text mode's logprobs name it {name!r} (whole and streamed)"
+        )

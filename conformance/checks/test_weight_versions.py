@@ -122,6 +122,10 @@ def _set_label(s: Session, label: str) -> Reply:
     return reply
 
 
+def _listed(spans: object) -> list[Any]:
+    return spans if isinstance(spans, list) else []
+
+
 def _labels(s: Session, data: dict) -> set[Any]:
     for choice in choices_of(data):
         spans = choice.get("weight_versions")
@@ -150,10 +154,26 @@ def test_label_is_applied(tito: Session) -> None:
 
 @checks("WV-008", needs=("generate",))
 def test_default_label(tito: Session) -> None:
+    """The label in force, in every mode's answer (text mode's spans are labelled alike)."""
     expected = _label(tito) if tito.features.dev_mode else "default"
     labels = _labels(tito, api.generate(tito, api.body(3, ignore_eos=True)))
     if labels != {expected}:
         fail(f"the spans carry labels {labels}, expected {{{expected!r}}}")
+    if "text-mode" in tito.features.names():
+        builds_on(tito, foundations.TEXT_GROUND)
+        text = api.body(3, ignore_eos=True, top={"output_mode": "text"})
+        labels = _labels(tito, api.generate(tito, text, what="text mode"))
+        if labels != {expected}:
+            fail(f"a text-mode answer's spans carry labels {labels}, expected {{{expected!r}}}")
+        ends = api.stream(tito, text, what="text mode, streamed").choices().values()
+        labels = {
+            span.get("version")
+            for choice in ends
+            for span in _listed(choice.chunks[-1].get("weight_versions"))
+            if isinstance(span, dict)
+        }
+        if labels and labels != {expected}:  # a stream without spans is WV-003's
+            fail(f"a text-mode stream's spans carry labels {labels}, expected {{{expected!r}}}")
 
 
 @checks(
