@@ -274,9 +274,11 @@ def text_disowned(s: Session, choice: dict[str, Any]) -> str | None:
             return None  # other tokens: TEXT-004's to judge, no reading of these
         asked = {"generate_responses": [data], "prompt_tokens": [len(api.PROMPT)]}
         reply = s.client.post(DERENDER, asked)
-        found = reply.json().get("choices") if reply.status == 200 else None
-        text = found[0].get("text") if isinstance(found, list) and found else None
-        return text if isinstance(text, str) else None
+        answer = reply.json() if reply.status == 200 else None
+        found = answer.get("choices") if isinstance(answer, dict) else None
+        first = found[0] if isinstance(found, list) and found else None
+        text = first.get("text") if isinstance(first, dict) else None
+        return text if isinstance(text, str) else None  # another form: RENDER-002's
 
     other = s.remember("foundation-derendered", derendered)
     text = choice.get("text")

@@ -52,6 +52,8 @@ CASES: list[tuple[str, str, set[str], set[str]]] = [
         {"TEXT-001", "RENDER-002", "STOP-006", "STOP-007", "TEXT-009"},
         {"TEXT-001"},
     ),
+    # a derender of the wrong form, which TEXT-001's probe reads beside its text
+    ("derender.choices[]:wrong-type", "scale-out", {"TEXT-001", "RENDER-002"}, {"RENDER-002"}),
     ("generate.prompt_logprobs[].*.logprob:wrong-value", "tokens-only", {"LOGP-010"}, {"LOGP-010"}),
     (
         "generate.prompt_logprobs[].*.decoded_token:wrong-value",
