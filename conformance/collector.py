@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -40,6 +40,17 @@ STATUS_GROUND = "ERR-002"
 """What every check that expects a rejection stands on: an error carries its status."""
 STATUS_JUDGES = frozenset({STATUS_GROUND, "ROUTER-009"})
 """The requirements that judge an error's status themselves (never blocked on it)."""
+
+
+class Malformed(NamedTuple):
+    """An answer a check read that breaks the spec's schema, at its first leaf."""
+
+    own: bool  # malformed in the fields of the check's own requirements
+    schema: str
+    what: str
+    body: Any
+    owner: str  # the SCHEMA-* requirement that judges every body of `schema`
+    leaf: str
 
 
 @dataclass(frozen=True)
@@ -213,21 +224,20 @@ class Collector:
         if s is None or set(ids) & set(SCHEMA_OWNERS.values()):
             return None
         found = self._malformed(ids)
-        if found is None or found[0]:
+        if found is None or found.own:
             return None  # malformed where the check's own requirement speaks: it fails
-        _, schema, what, body, owner, text = found
-        s.malformed.append((schema, what, body))  # judged there, whatever the cap
-        return f"{BLOCKED_PREFIX} it read a malformed answer, {what}: {text} ({owner})"
+        s.malformed.append((found.schema, found.what, found.body))  # judged there, always
+        where = f"{found.what}: {found.leaf} ({found.owner})"
+        return f"{BLOCKED_PREFIX} it read a malformed answer, {where}"
 
-    def _malformed(self, ids: tuple[str, ...]) -> tuple[bool, str, str, Any, str, str] | None:
-        """The first malformed answer the check read, as (in the fields of its own
-        requirements, schema, what, body, the SCHEMA-* owner, the first leaf); one malformed
-        in its own fields comes first. None: every answer it read has the spec's form."""
+    def _malformed(self, ids: tuple[str, ...]) -> Malformed | None:
+        """The first malformed answer the check read; one malformed in its own requirements'
+        fields comes first. None: every answer it read has the spec's form."""
         s = self.session
         if s is None:
             return None
         own = {f for rid in ids for f in by_id()[rid].fields}
-        first: tuple[bool, str, str, Any, str, str] | None = None
+        first: Malformed | None = None
         for schema, what, body in s.recent:  # every body it read, before deciding
             owner = SCHEMA_OWNERS.get(schema)
             if owner is None or (s.selected is not None and owner not in s.selected):
@@ -235,9 +245,9 @@ class Collector:
             leaves = api.schema_leaves(schema, body, limit=MAX_LEAVES, every=True)
             mine = [leaf for leaf in leaves if leaf.keys & own]
             if mine:
-                return True, schema, what, body, owner, mine[0].text
+                return Malformed(True, schema, what, body, owner, mine[0].text)
             if leaves and first is None:
-                first = (False, schema, what, body, owner, leaves[0].text)
+                first = Malformed(False, schema, what, body, owner, leaves[0].text)
         return first
 
     def _unreadable(self, ids: tuple[str, ...], excinfo: Any) -> str | None:
@@ -247,10 +257,9 @@ class Collector:
         if excinfo is None or not excinfo.errisinstance(UNREADABLE_ERRORS):
             return None
         found = self._malformed(ids)
-        if found is None or not found[0]:
+        if found is None or not found.own:
             return None
-        _, _, what, _, _, text = found
-        return f"{what} could not be read: {text}"
+        return f"{found.what} could not be read: {found.leaf}"
 
     def _record(self, item: pytest.Item, call: pytest.CallInfo[None], report: Any) -> None:
         ids = requirements_of(getattr(item, "function", None))
