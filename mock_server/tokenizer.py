@@ -15,6 +15,8 @@ ids (V-3, V-2, V-1) and there are no extras.
 from __future__ import annotations
 
 import codecs
+import itertools
+from collections.abc import Iterator
 from functools import cached_property
 
 QWEN_SPECIAL_BASE = 151643
@@ -56,6 +58,28 @@ def _generated_piece(token_id: int) -> bytes:
     k = j - j // 16
     word = _word(k // 2)
     return (" " + word if k % 2 else word).encode("ascii")
+
+
+def _words() -> Iterator[str]:
+    """Every letter word of length >= 2, in `_word`'s order (the k-th one is `_word(k)`)."""
+    for length in itertools.count(2):
+        for chars in itertools.product(_LETTERS, repeat=length):
+            yield "".join(chars)
+
+
+def _generated_pieces(count: int) -> Iterator[bytes]:
+    """`_generated_piece` of ids 256, 257, ... (count of them), built in one pass: the encoding
+    table needs all ~150k, and every mock process builds it (per id, it cost 0.25 CPU-s)."""
+    words = _words()
+    word = ""
+    for j in range(count):
+        if j % 16 == 15:
+            yield _generated_piece(j + 256)
+        elif (j - j // 16) % 2 == 0:
+            word = next(words)
+            yield word.encode("ascii")
+        else:
+            yield b" " + word.encode("ascii")
 
 
 class Tokenizer:
@@ -104,8 +128,11 @@ class Tokenizer:
     @cached_property
     def _table(self) -> tuple[dict[bytes, int], int]:
         table: dict[bytes, int] = {}
-        for token_id in range(self.first_special - 1, -1, -1):  # lowest id wins on duplicates
-            table[self.piece(token_id)] = token_id
+        for token_id in range(256):
+            table.setdefault(self.piece(token_id), token_id)  # lowest id wins on duplicates
+        pieces = _generated_pieces(self.first_special - 256)
+        for token_id, piece in enumerate(pieces, 256):
+            table.setdefault(_NAMED.get(token_id, piece), token_id)
         for token_id, piece in _NAMED.items():
             if token_id < self.first_special:
                 table[piece] = token_id

@@ -43,11 +43,16 @@ def spec_path() -> Path:
     return Path(str(resources.files(__name__).joinpath(SPEC_FILE)))
 
 
+# libyaml's safe loader where PyYAML was built with it (its wheels are): the same document, parsed
+# in a fifth of the time, and every mock and CLI process parses the spec once.
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 @cache
 def load_spec() -> dict[str, Any]:
     """The parsed spec. Cached: callers must treat it as read-only."""
     with spec_path().open(encoding="utf-8") as fh:
-        data = yaml.safe_load(fh)
+        data = yaml.load(fh, Loader=_SAFE_LOADER)
     if not isinstance(data, dict):
         raise ValueError(f"{spec_path()} is not an OpenAPI document")
     return data
