@@ -73,6 +73,23 @@ def builtin_checks() -> list[Checker]:
     ]
 
 
+def _resolve_checks_once(config: Any) -> None:
+    """schemathesis resolves a case's checks configuration anew for every answer it judges,
+    twice (the checks, then the documented response), merging the run's per-operation and
+    per-phase layers at 0.34 ms a time: ~15 % of a folded-in fuzz's CPU. A run's
+    configuration is fixed once built, so each (operation, phase) is resolved once."""
+    resolve = config.checks_config_for
+    resolved: dict[tuple[str | None, str | None], Any] = {}
+
+    def checks_config_for(*, operation: Any = None, phase: str | None = None) -> Any:
+        key = (None if operation is None else operation.label, phase)
+        if key not in resolved:  # two threads may both resolve it: the same value
+            resolved[key] = resolve(operation=operation, phase=phase)
+        return resolved[key]
+
+    config.checks_config_for = checks_config_for
+
+
 MAX_SENDERS = 8
 
 
@@ -115,6 +132,7 @@ class Fuzzer:
         self.schema = schemathesis.openapi.from_dict(
             copy.deepcopy(openapi.load_spec()), config=st_config
         )
+        _resolve_checks_once(self.schema.config)
         self.checks: list[Checker] = [*builtin_checks(), *OUR_CHECKS]
         self._lock = threading.Lock()
 
