@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mock_server.testing import asgi_client
-from mock_server.tokenizer import IncrementalDetokenizer, Tokenizer
+from mock_server.tokenizer import _NAMED, IncrementalDetokenizer, Tokenizer
 from openapi import schema_validator
 
 pytestmark = pytest.mark.anyio
@@ -31,6 +31,20 @@ def test_tokenizer_qwen_ids_and_roundtrip() -> None:
     assert tok.decode(ids, skip_special_tokens=False) == text
     small = Tokenizer(2048)
     assert (small.endoftext_id, small.im_start_id, small.eos_id) == (2045, 2046, 2047)
+
+
+@pytest.mark.parametrize("vocab", [300, 2048, 151936])
+def test_encoding_table_is_each_pieces_lowest_id(vocab: int) -> None:
+    """The table is built in one pass (every mock builds it); it must name, for each piece
+    `piece()` decodes, the lowest id with that piece (a named Qwen id wins over its word)."""
+    tok = Tokenizer(vocab)
+    table, longest = tok._table
+    lowest: dict[bytes, int] = {}
+    for token_id in range(tok.first_special):
+        lowest.setdefault(tok.piece(token_id), token_id)
+    lowest.update({p: i for i, p in _NAMED.items() if i < tok.first_special})
+    assert table == lowest
+    assert longest == max(map(len, lowest))
 
 
 def test_incremental_detokenizer_splits_utf8_and_holds_stop() -> None:
