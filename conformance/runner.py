@@ -30,6 +30,9 @@ def pytest_args(config: SuiteConfig, paths: list[Path] | list[str] | None = None
     args = [
         *(str(p) for p in paths or [CHECKS_DIR]),
         "-q",
+        # Only the kit's own plugins, as in a check worker (`parallel`): an installed one
+        # (hypothesis, schemathesis, a host's pytest-randomly) has no business among the checks.
+        "--disable-plugin-autoload",
         "-p",
         "no:cacheprovider",
         # Plugins for a project's own tests, idle for the checks (they read no logs or stray
