@@ -89,6 +89,11 @@ EXCHANGE_GROUNDS = (
 """Grounds read from the failed check's own exchanges, in the order they are asked."""
 
 
+COLLECTOR = pytest.StashKey["Collector"]()
+"""Where a session's collector finds itself again: its `tito` fixture is static (pytest 9.2
+deprecates session fixtures bound to an instance; pytest 10 refuses them)."""
+
+
 class Collector:
     """Registered as a pytest plugin object for one run (by the runner or by plugin.py)."""
 
@@ -107,6 +112,15 @@ class Collector:
         self._started: dict[str, float] = {}
         self.selected: frozenset[str] | None = selection
         self._selection = selection  # the whole run's, when this session runs only part
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.stash[COLLECTOR] = self
+
+    @pytest.fixture(scope="session")
+    @staticmethod
+    def tito(request: pytest.FixtureRequest) -> Session:
+        """The probed server every check runs against."""
+        return request.config.stash[COLLECTOR].open()
 
     def open(self) -> Session:
         if self._open_error is not None:
@@ -134,11 +148,6 @@ class Collector:
         terminalreporter.write_line("")
         for line in render([report]).splitlines():
             terminalreporter.write_line(line)
-
-    @pytest.fixture(scope="session")
-    def tito(self) -> Session:
-        """The probed server every check runs against."""
-        return self.open()
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[Any]) -> None:
         wanted = self.config.requirement_ids
