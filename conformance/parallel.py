@@ -224,10 +224,6 @@ def _worker(path: Path, timeout: float) -> Shard:
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [here, path_now])),
-        # The checks need no installed pytest plugin (this kit's own acts only when given
-        # --tito-base-url); importing them all (hypothesis, schemathesis, ...) took most of a
-        # worker's start, several seconds on a busy machine, once per job.
-        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
     }
     try:
         done = subprocess.run(

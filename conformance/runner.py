@@ -30,8 +30,9 @@ def pytest_args(config: SuiteConfig, paths: list[Path] | list[str] | None = None
     args = [
         *(str(p) for p in paths or [CHECKS_DIR]),
         "-q",
-        # Only the kit's own plugins, as in a check worker (`parallel`): an installed one
-        # (hypothesis, schemathesis, a host's pytest-randomly) has no business among the checks.
+        # Only the kit's own plugins, in process and in every check worker (`parallel`): an
+        # installed one (hypothesis, schemathesis, a host's pytest-randomly) has no business
+        # among the checks, and importing them all took most of a worker's start.
         "--disable-plugin-autoload",
         "-p",
         "no:cacheprovider",
