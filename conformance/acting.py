@@ -7,7 +7,7 @@ kept); once `ready(line)` (by default: its first token), the action goes out by 
 server named (or the request's own) while a reader keeps reading to the end. A non-streamed
 request runs in a worker; `delay_s` after it was sent, the action goes out and repeats every
 `every_s` until the answer comes (an early action may find no request to act on yet). Every
-action and the request's end are recorded on a `Timeline`, which `timeline.ran_past` judges.
+action and the request's end are recorded on a `Timeline`; `proof` judges what it shows.
 """
 
 from __future__ import annotations

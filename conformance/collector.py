@@ -21,7 +21,7 @@ from .foundations import (
     implied,
 )
 from .http import ServerBroke
-from .in_flight import Inconclusive
+from .in_flight import Inconclusive, OutOfReach
 from .registry import needs_of, requirements_of, runs_last
 from .requirements import by_id
 from .results import CheckResult, SkipKind, Status
@@ -291,6 +291,12 @@ class Collector:
             self.outcomes.append((ids, skipped))
             return
         excinfo = call.excinfo
+        if excinfo is not None and excinfo.errisinstance(OutOfReach):  # never a fail or error
+            out_of_reach = CheckResult(
+                name, Status.SKIP, str(excinfo.value), duration_s=took, skip_kind=SkipKind.LIMIT
+            )
+            self.outcomes.append((ids, out_of_reach))
+            return
         wrong_status = excinfo is not None and excinfo.errisinstance(api.StatusMismatch)
         ground = self._ground(ids, wrong_status) if report.when == "call" else None
         if ground is not None:

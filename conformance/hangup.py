@@ -7,10 +7,14 @@ request and after the hang-up:
 
 - the engine counts an abort, or the request is no longer in flight by the time it would have
   ended on its own and never ended so -> stopped;
-- it finished although the hang-up came well before its end (`timeline.ran_past`, the suite's
-  one overlap rule) -> kept running, or still runs long after -> the failure;
+- it finished although the hang-up came before it could have ended (`proof.BOUND`: the
+  fastest completion of the same request, never the client's reading pace) -> kept running,
+  or still runs long after -> the failure;
 - it ended before the client could hang up -> tried again with a longer request (`plans`),
-  then `Inconclusive`, never a failure.
+  then a skip of kind `limit` (`OutOfReach`), never a failure.
+
+A non-streamed request whose first token takes long is hung up on during that wait, when it
+surely runs and has not ended; a fast one, soon after its first token is due.
 """
 
 from __future__ import annotations
@@ -21,12 +25,16 @@ from . import api
 from .engine_state import Counts
 from .foundations import builds_on, unpaced_blocks
 from .http import Client, ServerBroke
-from .in_flight import Inconclusive, Plan, payload, plans, ran_past
+from .in_flight import OutOfReach, Plan, fastest, payload, plans
+from .proof import Proof, bound_proof
 from .semantics import fail
 from .session import Session
 
 POLL_S = 0.02
 HANG_UP_S = 0.005  # the soonest a non-streamed request is hung up on
+SLOW_FIRST_TOKEN_S = 0.05
+"""A first token slower than this is waited for long enough to hang up inside the wait."""
+WAIT_SHARE = 0.3  # how far into a slow first-token wait the client hangs up
 SETTLE_S = 3.0  # the least time the engines get to show the request gone
 
 
@@ -39,10 +47,10 @@ def _read(s: Session) -> Counts:
 
 def hang_up(s: Session, stream: bool, what: str) -> None:
     """Pass when a hung-up request stops on its engine; fail when it ran on; else retry, then
-    `Inconclusive`."""
+    a skip of kind `limit` (`OutOfReach`)."""
     if stream:
         unpaced_blocks(s)
-    itl, tried = s.limits.itl_s or 0.0, []
+    tried: list[str] = []
     for number, plan in enumerate(plans(s, queue=False)):
         before = _read(s)
         started = time.monotonic()
@@ -52,13 +60,13 @@ def hang_up(s: Session, stream: bool, what: str) -> None:
         if first is None:
             tried.append(f"{plan.describe()} was answered before the client hung up")
             continue
-        verdict = _after(s, before, plan, itl, started, first, gone, what)
+        verdict = _after(s, before, plan, started, gone, what)
         if verdict is None:
             return
         tried.append(verdict)
     if stream:  # streams whose deltas lose tokens show no first token to hang up after
         builds_on(s, "STREAM-003")
-    raise Inconclusive(
+    raise OutOfReach(
         f"{what}: the request could not be caught in flight and hung up on (pace: "
         f"{s.limits.describe()}); tries: " + " | ".join(tried)
     )
@@ -74,18 +82,21 @@ def _stream_away(s: Session, body: dict[str, object]) -> float:
 
 def _whole_away(s: Session, body: dict[str, object], plan: Plan) -> float | None:
     """Send a non-streamed request through a client of its own whose read timeout is the
-    hang-up: soon after its first token is due (a few tokens in, a quarter of a short
-    request), never by the length of the whole generation, whose pace behind a router may
-    be learned far slower than the engine's; the first token's expected time (None: it was
-    answered first)."""
+    hang-up: inside a slow first-token wait (`WAIT_SHARE` of it), else soon after the first
+    token is due (a few tokens in, a quarter of a short request), never by the length of the
+    whole generation, whose pace behind a router may be learned far slower than the engine's;
+    the hang-up's planned time (None: it was answered first)."""
     ttft = s.limits.ttft_s or 0.0
     itl = s.limits.itl_s or 0.0
-    wait = max(HANG_UP_S, 1.5 * ttft + min(5 * itl, 0.25 * itl * plan.max_tokens))
+    if ttft >= SLOW_FIRST_TOKEN_S:
+        wait = WAIT_SHARE * ttft
+    else:
+        wait = max(HANG_UP_S, 1.5 * ttft + min(5 * itl, 0.25 * itl * plan.max_tokens))
     client = Client(s.client.base_url, s.client.api_key, timeout=wait)
     try:
         client.post(api.GENERATE, body)
     except ServerBroke:
-        return ttft  # the read timed out: the client hung up, as intended
+        return wait  # the read timed out: the client hung up, as intended
     finally:
         client.close()
     return None
@@ -95,29 +106,34 @@ def _after(
     s: Session,
     before: Counts,
     plan: Plan,
-    itl: float,
     started: float,
-    first: float,
     gone: float,
     what: str,
 ) -> str | None:
     """After the hang-up: None when the request stopped; raises when it ran on; else why
     this attempt proves nothing. A request stopped when the engine counts an abort, or when it
-    is no longer in flight by the time it would have ended on its own, without ending so."""
+    is no longer in flight by the time it would have ended on its own, without ending so. One
+    that finished ran on only if it could not have ended before the hang-up (`proof.BOUND`)."""
     natural = s.limits.seconds_for(plan.max_tokens)
     settled = started + max(SETTLE_S, 1.5 * natural + 1.0)
-    after = before
+    after = first = None
     while True:
         after = _read(s)
+        first = first or after
         if after.aborted > before.aborted:
             return None
         if after.finished > before.finished:  # it finished: before or after the hang-up?
             ended = time.monotonic() - started
-            if ran_past(plan.max_tokens, itl, first, gone, gone, ended):
+            # the server answered a read after the hang-up with the request still running (it
+            # had the hang-up in hand), and the request could not have ended before then
+            seen = first.in_flight > before.in_flight
+            proof = bound_proof([(gone, gone)], 0.0, fastest(s, plan)) if seen else None
+            if proof:
                 fail(
                     f"{what}: the client hung up after {gone * 1000:.0f} ms but the request of "
-                    f"{plan.describe()} ran to its end ({ended * 1000:.0f} ms): engines "
-                    f"{s.state.where()}: {after.describe()}"
+                    f"{plan.describe()} ran to its end (seen at {ended * 1000:.0f} ms): engines "
+                    f"{s.state.where()}: {after.describe()}; evidence ({Proof.ENGINE}): read "
+                    f"after the hang-up, the engines ran it ({first.describe()}); {proof}"
                 )
             return f"{plan.describe()} ended {after.finished - before.finished} sequence(s)"
         if time.monotonic() >= settled:
@@ -127,6 +143,6 @@ def _after(
         return None
     fail(
         f"{what}: the client hung up after {gone * 1000:.0f} ms but the engines still run "
-        f"the request of {plan.describe()} {time.monotonic() - started:.1f} s later: engines "
-        f"{s.state.where()}: {after.describe()}"
+        f"the request of {plan.describe()} {time.monotonic() - started:.1f} s later "
+        f"(evidence: engine state): engines {s.state.where()}: {after.describe()}"
     )

@@ -7,11 +7,12 @@ probe), the action goes out once the first token has arrived (or, for a non-stre
 in the middle of its expected generation), and the outcome is read from a timeline:
 
 - the server says the action landed (an `abort` finish) -> judged;
-- the request ran to its natural end although the action was answered well before that end
-  (`margin`: many inter-token gaps) -> the action was ignored, judged;
-- otherwise the two did not overlap -> tried again with a longer request, and when even a
-  request as long as the context cannot be overlapped, the check is `Inconclusive` (an error
-  naming why), never a failure.
+- the request ran to its natural end although an action provably reached it in flight (the
+  requirement's `proofs`; for timing, `proof.BOUND`: the fastest completion of the same
+  request, never the client's reading pace) -> the action was ignored, judged;
+- otherwise the two did not provably overlap -> tried again with a longer request, and when
+  even the longest plan cannot be overlapped, the requirement is a skip of kind `limit`
+  naming the measured times (`OutOfReach`), never a failure or an error.
 
 A server fast enough to emit its whole context before any action can reach it (no latency, a
 small `--max-model-len`) is made to hold the request longer rather than given up on (`Plan`):
@@ -27,6 +28,7 @@ observed bodies): `timeline` (what an attempt saw, and the rule), `plans` (the a
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -54,15 +56,15 @@ from .plans import (
     sizes_for,
     stream_deadline,
 )
-from .session import Session
+from .proof import Fastest, Proof, bound_proof
+from .requirements import by_id
+from .session import LIMIT_PREFIX, Session
 from .timeline import (
-    MIN_MARGIN_S,
+    REPEAT_EVERY_S,
     Outcome,
     Timeline,
     first_request_id,
     ids_for,
-    outlived,
-    ran_past,
     token_count,
 )
 
@@ -73,13 +75,13 @@ __all__ = [
     "HEAVY_LOGPROBS",
     "HEAVY_N",
     "MIN_GAP_S",
-    "MIN_MARGIN_S",
     "MIN_TOKENS",
     "PER_CLIENT",
     "QUEUE",
     "REPEAT_S",
     "TARGET_S",
     "Inconclusive",
+    "OutOfReach",
     "Outcome",
     "Plan",
     "Timeline",
@@ -87,13 +89,13 @@ __all__ = [
     "blocking",
     "first_request_id",
     "first_token",
+    "fastest",
     "ids_for",
-    "outlived",
     "overlapped",
     "payload",
     "plans",
     "plans_for",
-    "ran_past",
+    "proven",
     "sizes",
     "sizes_for",
     "stream_with",
@@ -103,7 +105,15 @@ __all__ = [
 
 
 class Inconclusive(Exception):  # noqa: N818 - a verdict, not a failure of the server
-    """The check could not make its action overlap the request: an error, never a fail."""
+    """The check could not exercise its requirement on this server: an error, never a fail."""
+
+
+class OutOfReach(Inconclusive):
+    """No plan could make the action provably overlap the request (the whole request ends
+    faster than one round trip): a skip of kind `limit` naming the measured times."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"{LIMIT_PREFIX} {message}")
 
 
 def sizes(s: Session) -> list[int]:
@@ -183,7 +193,7 @@ def whole_with(s: Session, rid: str, plan: Plan | int, delay_s: float, action: A
             action,
             own_id=f"generate-tokens-{rid}",  # the documented id (GEN-RESP-004)
             delay_s=delay_s,
-            every_s=min(MIN_MARGIN_S, max(MIN_GAP_S, s.limits.seconds_for(plan.max_tokens) / 20)),
+            every_s=min(REPEAT_EVERY_S, max(MIN_GAP_S, s.limits.seconds_for(plan.max_tokens) / 20)),
             timeout=timeout,
         )
     if reply.status != 200:
@@ -198,35 +208,82 @@ def whole_with(s: Session, rid: str, plan: Plan | int, delay_s: float, action: A
     return line
 
 
+def fastest(s: Session, plan: Plan) -> float | None:
+    """The fastest the server has completed `plan`'s request alone (no blockers ahead: a queue
+    proves nothing about when a request starts), non-streamed, from this client: the bound of
+    `proof.BOUND`. Sampled only when a verdict needs it; None when it never completed."""
+    alone = Plan(plan.max_tokens, plan.n, plan.logprobs)
+    timeout = s.timeout_for(plan.max_tokens)
+
+    def sample() -> float | None:
+        rid = s.rid("fastest")
+        started = time.monotonic()
+        try:
+            reply = s.client.post(GENERATE, payload(alone, False, rid), timeout=timeout)
+            took = time.monotonic() - started
+            data = reply.json() if reply.status == 200 else None
+            data = data if isinstance(data, dict) else None
+        except (ServerBroke, AssertionError):
+            return None
+        whole = Timeline(alone.max_tokens, rid, n=alone.n, body=data if data else {})
+        return took if whole.ran_to_end() else None
+
+    return s.remember("fastest", Fastest).of(alone, sample)
+
+
+def proven(
+    s: Session, line: Timeline, plan: Plan, proofs: tuple[Proof, ...], known_s: float | None
+) -> Outcome:
+    """A request that ran to its end ignored its action only where the requirement's evidence
+    shows the action reached it in flight (`proof`); else the two did not provably overlap."""
+    if Proof.BOUND in proofs:
+        line.proof = bound_proof(line.sent(), known_s, fastest(s, plan)) or ""
+    return Outcome.IGNORED if line.proof else Outcome.TOO_CLOSE
+
+
 def overlapped(
     s: Session,
     attempt: Callable[[Plan, int], Timeline],
     what: str,
     landed: Callable[[Timeline, int], bool] | None = None,
     queue: bool = True,
+    requirement: str = "ABORT-002",
 ) -> tuple[Timeline, Outcome]:
     """Run `attempt(plan, try_number)` with ever longer-lasting requests (`plans`) until the
-    action and the request provably overlap; Inconclusive when even the longest could not.
+    action and the request provably overlap; `OutOfReach` when even the longest could not.
     `landed(line, try_number)` says whether the action took effect (default: the request ended
-    as aborted); `queue=False` keeps the request from waiting in the server's queue."""
+    as aborted); a request that ran to its end ignored it only by the `requirement`'s proofs;
+    `queue=False` keeps the request from waiting in the server's queue."""
     tried: list[str] = []
-    itl = s.limits.itl_s or 0.0
+    proofs = by_id()[requirement].proofs
     for number, plan in enumerate(plans(s, queue)):
         line = attempt(plan, number)
         if landed is None:
-            outcome = line.outcome(itl)
+            outcome = line.outcome()
         elif landed(line, number):
             outcome = Outcome.LANDED
-        elif line.ran_to_end() and line.ignored(itl):
-            outcome = Outcome.IGNORED
         else:
-            outcome = Outcome.TOO_CLOSE
+            outcome = Outcome.RAN if line.ran_to_end() else Outcome.TOO_CLOSE
+        if outcome is Outcome.RAN:
+            known = line.first_token_s if line.body is None else s.limits.ttft_s
+            outcome = proven(s, line, plan, proofs, known)
         if outcome is not Outcome.TOO_CLOSE:
             return line, outcome
         tried.append(line.describe())
     if line.body is None:  # streams whose deltas lose tokens show none to act on: STREAM-003's
         builds_on(s, "STREAM-003")
-    raise Inconclusive(
-        f"{what}: could not make the action land while the request was provably in flight "
-        f"(pace: {s.limits.describe()}); tries: " + " | ".join(tried)
+    raise OutOfReach(
+        f"{what}: no plan made the action provably reach the request in flight (pace: "
+        f"{s.limits.describe()}; fastest completions: {_fastest_seen(s)}); tries: "
+        + " | ".join(tried)
+    )
+
+
+def _fastest_seen(s: Session) -> str:
+    seen = s.remember("fastest", Fastest).times()
+    if not seen:
+        return "none sampled"
+    return ", ".join(
+        f"{plan.describe() if isinstance(plan, Plan) else plan} {t * 1000:.0f} ms"
+        for plan, t in seen.items()
     )

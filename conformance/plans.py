@@ -6,7 +6,7 @@ A server fast enough to emit its whole context before any action can reach it (n
 small `--max-model-len`) is made to hold the request longer rather than given up on (`Plan`):
 the request asks for every sequence it may (`n`) with logprobs, and where the server's
 `max_num_seqs` is known and small, it waits in the queue behind `blockers` requests sent
-ahead of it. The same overlap rule (`timeline.ran_past`) judges every plan.
+ahead of it. The same proof obligation (`proof`) judges every plan.
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
-"""What one in-flight attempt saw, and the one rule that judges it (the suite's checks, the
-fuzzer's abort sequence and WV-009 alike): an action decides a requirement only if it landed
-while the request was provably generating."""
+"""What one in-flight attempt saw, and what it shows by itself: whether the server said the
+action landed (an `abort` finish), cut the request short, or let it run to its end. Whether a
+request that ran to its end ignored the action is never read from the timeline alone (the
+client's timing is not evidence): `proof` decides it, for the suite's checks, the fuzzer's
+abort sequence and the hang-ups alike."""
 
 from __future__ import annotations
 
 import json
-import statistics
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -15,13 +16,15 @@ from .http import Reply, sse_data
 if TYPE_CHECKING:
     from .plans import Plan
 
-MIN_MARGIN_S = 0.1
+REPEAT_EVERY_S = 0.1
+"""The longest gap between repeats of an action on a non-streamed request."""
 
 
 class Outcome(StrEnum):
     LANDED = "landed"  # the server ended the request as aborted
-    IGNORED = "ignored"  # ran to its natural end long after the action was answered
+    IGNORED = "ignored"  # ran to its natural end although an action provably reached it
     CUT = "cut"  # ended early, but not as an abort
+    RAN = "ran to its end"  # ran to its natural end: ignored only if `proof` shows it
     TOO_CLOSE = "too close"  # the action and the end did not provably overlap
 
 
@@ -50,6 +53,8 @@ class Timeline:
     """A streamed answer's bytes as read (what the fuzzer and the diff judge)."""
     events: int = 0
     """Events read, [DONE] included."""
+    proof: str = ""
+    """Why the action provably reached the request in flight (`proof`), where it did."""
 
     def named_id(self) -> str | None:
         """The request id the server named in its first chunk that names one."""
@@ -92,37 +97,28 @@ class Timeline:
         last = self.last_finished()
         return last.get("finish_reason") if last is not None else None
 
-    def gap_s(self) -> float:
-        """The median time between token chunks of this stream (0 if unknown)."""
-        times = [t for t, chunk in self.chunks if token_count(chunk)]
-        gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
-        return statistics.median(gaps) if gaps else 0.0
-
     def landed(self) -> bool:
         """Some sequence ended as aborted (a correct server ends every unfinished one so)."""
         return any(c.get("finish_reason") == "abort" for c in self.choices())
 
-    def outcome(self, itl_s: float) -> Outcome:
+    def outcome(self) -> Outcome:
+        """What the server's own answer says: landed, cut, ran to its end (undecided), or no
+        action went out."""
         if self.landed():
             return Outcome.LANDED
         if self.action_sent_s is None and not self.actions:
             return Outcome.TOO_CLOSE  # no action went out (no token was seen): nothing to judge
         if not self.ran_to_end():
             return Outcome.CUT
-        if self.ignored(itl_s):
-            return Outcome.IGNORED
-        return Outcome.TOO_CLOSE
+        return Outcome.RAN
 
-    def ignored(self, itl_s: float) -> bool:
-        """By the overlap rule, some repeat of the action reached the request in flight."""
-        gap = max(itl_s, self.gap_s())
-        sent: list[tuple[float | None, float | None]] = list(self.actions) or [
-            (self.action_sent_s, self.action_answered_s)
-        ]
-        return any(
-            ran_past(self.max_tokens, gap, self.first_token_s, at, answered, self.ended_s)
-            for at, answered in sent
-        )
+    def sent(self) -> list[tuple[float, float]]:
+        """(sent, answered) of every action that was answered."""
+        if self.actions:
+            return list(self.actions)
+        if self.action_sent_s is None or self.action_answered_s is None:
+            return []
+        return [(self.action_sent_s, self.action_answered_s)]
 
     def describe(self) -> str:
         def at(value: float | None) -> str:
@@ -136,36 +132,8 @@ class Timeline:
             f"action was sent at {at(self.action_sent_s)} and answered {status} at "
             f"{at(self.action_answered_s)}{repeats}; the request ended at {at(self.ended_s)} with "
             f"finish_reason {self.finish_reason!r} after {self.tokens} tokens"
+            + (f"; {self.proof}" if self.proof else "")
         )
-
-
-def ran_past(
-    max_tokens: int,
-    itl_s: float,
-    first_token_s: float | None,
-    sent_s: float | None,
-    answered_s: float | None,
-    ended_s: float | None,
-) -> bool:
-    """The overlap rule: a request that ran to its end ignored an action only if it could
-    not have finished before the action arrived and it outlived the action's answer. At the
-    server's measured pace (`itl_s`), a request whose whole generation fits between its first
-    token and the moment the action was sent may have ended first, and a late end on the
-    client's side is only its reading lagging (a fast server under a loaded client). The
-    suite's checks and the fuzzer's abort sequence both judge by this one rule."""
-    if itl_s and first_token_s is not None and sent_s is not None:  # noqa: SIM102
-        if max_tokens * itl_s < sent_s - first_token_s:  # it may have ended first
-            return False
-    return outlived(answered_s, ended_s, itl_s)
-
-
-def outlived(answered_s: float | None, ended_s: float | None, gap_s: float = 0.0) -> bool:
-    """The request ran on well after the action was answered: max(0.1 s, 10 gaps) later.
-    Anything closer is not evidence that the action was ignored (the suite's abort checks,
-    WV-009 and the fuzzer's abort sequence all read it so)."""
-    if answered_s is None or ended_s is None:
-        return False
-    return ended_s - answered_s > max(MIN_MARGIN_S, 10 * gap_s)
 
 
 def ids_for(request_id: str) -> list[str]:

@@ -57,10 +57,17 @@ def _wake(waiter: asyncio.Future[None]) -> None:
 
 
 # Without --mock-itl-ms the engine runs as fast as it can; it still hands the event loop to
-# other requests, but every YIELD_EVERY steps rather than after every token: a loop round trip
+# other requests, but after about YIELD_EVERY tokens rather than after every one: a loop round trip
 # per token cost as much as the rest of the token's path. An abort or a hang-up still lands
 # within YIELD_EVERY tokens; with a latency set, every step waits as before.
 YIELD_EVERY = 16
+
+
+def steps_between_yields(sequences: int) -> int:
+    """Steps between hand-overs, so each moves about YIELD_EVERY tokens whatever `n`: a request
+    of 64 sequences hands over after every step, as vLLM's API server answers an abort while
+    its engine steps (its engine runs apart), not after 1,024 tokens."""
+    return max(1, YIELD_EVERY // max(1, sequences))
 
 
 DRAWN_AHEAD = 32
@@ -277,6 +284,7 @@ class Engine:
             if admitted and cfg.mock_ttft_ms > 0:
                 await job.sleep(cfg.mock_ttft_ms / 1000)
             active, itl = self._start(job, samplers, admitted)
+            per = steps_between_yields(len(active))
             step = 0
             while active and not job.aborted.is_set():
                 if step > 0:
@@ -284,11 +292,11 @@ class Engine:
                         await job.sleep(itl)
                         if job.aborted.is_set():
                             break
-                    elif step % YIELD_EVERY == 0:
+                    elif step % per == 0:
                         await asyncio.sleep(0)
                 step += 1
                 still = []
-                pause = itl > 0 or step % YIELD_EVERY == 0  # before the next step
+                pause = itl > 0 or step % per == 0  # before the next step
                 last = active[-1][0]
                 for seq, sampler in active:
                     start = len(seq.records)
@@ -339,9 +347,10 @@ class Engine:
                     on_wait()
                 await job.sleep(cfg.mock_ttft_ms / 1000)
             active, itl = self._start(job, samplers, admitted)
+            per = steps_between_yields(len(active))
             step = 0
             while active and not job.aborted.is_set():
-                if step > 0 and (itl > 0 or step % YIELD_EVERY == 0):
+                if step > 0 and (itl > 0 or step % per == 0):
                     if not waited:
                         waited = True
                         on_wait()
@@ -354,7 +363,7 @@ class Engine:
                 # The steps up to the next hand-over or abort point, sequence by sequence:
                 # nothing else runs in between, and each sequence draws from its own rng.
                 # An abort that came in during the hand-over still gets `run`'s one step.
-                count = 1 if itl > 0 or job.aborted.is_set() else YIELD_EVERY - step % YIELD_EVERY
+                count = 1 if itl > 0 or job.aborted.is_set() else per - step % per
                 if job.abort_after is not None and job.abort_after > step:
                     count = min(count, job.abort_after - step)
                 step += count

@@ -1,5 +1,6 @@
 """An ignored action needs proof the request was in flight: a fast server's whole answer that
-fits before the action was even sent is too close to judge, however late the client read it."""
+fits before the action was even answered is too close to judge, however late the client read
+it; the timeline alone never says "ignored" (`proof.BOUND` does)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from conformance.in_flight import MIN_GAP_S, Outcome, Timeline, whole_with
+from conformance.proof import bound_proof
 
 
 def line(max_tokens: int, sent_s: float, answered_s: float, ended_s: float) -> Timeline:
@@ -24,15 +26,23 @@ def line(max_tokens: int, sent_s: float, answered_s: float, ended_s: float) -> T
 
 
 def test_a_fast_answer_read_late_is_too_close() -> None:
-    # CI, loaded: the mock without latency (0.02 ms/token) made 4092 tokens in ~80 ms; the
-    # client sent the abort at 155 ms and read the end at 330 ms
-    assert line(4092, 0.155, 0.163, 0.330).outcome(0.00002) is Outcome.TOO_CLOSE
+    # CI, loaded: the mock without latency made 4092 tokens in ~10 ms; the client sent the
+    # abort at 155 ms and read the end at 330 ms: the timeline says only "ran to its end"
+    late = line(4092, 0.155, 0.163, 0.330)
+    assert late.outcome() is Outcome.RAN
+    assert bound_proof(late.sent(), late.first_token_s, 0.010) is None
 
 
 def test_a_paced_answer_that_outlives_the_action_was_ignored() -> None:
-    # 1 ms/token: 4092 tokens take 4 s, far beyond the abort sent at 155 ms
-    assert line(4092, 0.155, 0.163, 4.2).outcome(0.001) is Outcome.IGNORED
-    assert line(4092, 0.155, 0.163, 4.2).outcome(0.0) is Outcome.IGNORED, "no pace: as before"
+    # 1 ms/token: 4092 tokens never complete in under 4 s; the abort was answered at 163 ms
+    paced = line(4092, 0.155, 0.163, 4.2)
+    assert paced.outcome() is Outcome.RAN
+    assert bound_proof(paced.sent(), paced.first_token_s, 4.1) is not None
+
+
+def test_an_action_before_the_request_was_known_proves_nothing() -> None:
+    early = line(4092, 0.001, 0.003, 4.2)  # sent before the first token at 5 ms
+    assert bound_proof(early.sent(), early.first_token_s, 4.1) is None
 
 
 class _FastServer:

@@ -11,8 +11,8 @@ from conformance.foundations import broken, builds_on
 from conformance.http import Reply
 from conformance.in_flight import (
     MIN_GAP_S,
-    Inconclusive,
     Outcome,
+    OutOfReach,
     Plan,
     Timeline,
     ids_for,
@@ -52,9 +52,7 @@ def judge_abort_landed(s: Session, line: Timeline, outcome: Outcome, what: str) 
     if line.action is not None:
         api.status_is(line.action, 200, f"the abort of {what}")
     if outcome is Outcome.IGNORED:
-        fail(
-            f"{what} ran to its end although the abort was answered well before: {line.describe()}"
-        )
+        fail(f"{what} ran to its end although the abort reached it in flight: {line.describe()}")
     if outcome is Outcome.CUT:
         builds_on(s, "GEN-RESP-002")
         fail(f"{what} ended without a finish_reason 'abort' chunk: {line.describe()}")
@@ -139,7 +137,8 @@ def aborted_whole(
             rid = s.rid(f"abort-whole-{number}")
             return whole_with(s, rid, plan, max(delay, MIN_GAP_S), abort)
 
-        return overlapped(s, attempt, "aborting a non-streamed request", queue=queue)
+        what = "aborting a non-streamed request"
+        return overlapped(s, attempt, what, queue=queue, requirement="ABORT-003")
 
     return s.remember(f"abort-whole-{shares}-{queue}", make)
 
@@ -169,7 +168,7 @@ def test_abort_keeps_partial_output(tito: Session) -> None:
             return
         if (line.action_sent_s or 0.0) >= surely:
             fail(f"the aborted request returned no tokens: {line.describe()}")
-    raise Inconclusive(
+    raise OutOfReach(
         f"the abort landed before the first token could exist ({line.describe()}); "
         f"a request of this server has its first token after {surely * 1000:.0f} ms"
     )

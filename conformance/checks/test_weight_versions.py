@@ -210,7 +210,12 @@ def test_update_splits_spans(tito: Session) -> None:
 
     # the change must come while the request runs: never while it waits in a queue
     line, outcome = overlapped(
-        tito, attempt, "changing the label of a running request", split, queue=False
+        tito,
+        attempt,
+        "changing the label of a running request",
+        split,
+        queue=False,
+        requirement="WV-009",
     )
     if outcome is Outcome.IGNORED:
         fail(

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from ..acting import stream_acting, whole_acting
 from ..http import Client, Reply, ServerBroke, Unsendable, auth_header
-from ..timeline import MIN_MARGIN_S, Timeline, ids_for
+from ..timeline import REPEAT_EVERY_S, Timeline, ids_for
 from .answer import Answer, Request
 from .case import Case
 
@@ -121,7 +121,7 @@ def _abort_plain(
         lambda request_id: _abort(case, target, request_id),
         own_id=_own_id(case),
         delay_s=case.abort.delay_s,
-        every_s=MIN_MARGIN_S,
+        every_s=REPEAT_EVERY_S,
         timeout=client.timeout,
     )
     return Answer.from_reply(reply)

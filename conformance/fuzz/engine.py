@@ -26,6 +26,7 @@ from schemathesis.core.failures import CustomFailure, Failure, FailureGroup
 import openapi
 
 from ..http import IN_PROCESS_URL, Client, ServerBroke, Unsendable, auth_header
+from ..proof import Fastest
 from . import generation, lax, sanitize, wire
 from .checks import OUR_CHECKS, answer_problems, stream_payloads
 from .expectations import operations, request_schema, schemathesis_config, serving
@@ -135,6 +136,7 @@ class Fuzzer:
         _resolve_checks_once(self.schema.config)
         self.checks: list[Checker] = [*builtin_checks(), *OUR_CHECKS]
         self._lock = threading.Lock()
+        self.fastest = Fastest()  # the abort sequence's bound (`proof.BOUND`)
 
     # ---- sending -------------------------------------------------------------------------
     def call(self, case: Any) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..proof import Proof
 from .model import MUST, SHOULD, Feature, Requirement, Source, fuzz
 
 F = Feature.ABORT
@@ -29,6 +30,7 @@ REQUIREMENTS = [
         sequences=("generate-then-abort",),
         diff=("abort-flow-stream", "abort-flow-stream-n2-usage"),
         defects=("abort-ignored", "abort-finish-reason-length"),
+        proofs=(Proof.STATEMENT, Proof.BOUND),
     ),
     Requirement(
         "ABORT-003",
@@ -39,6 +41,7 @@ REQUIREMENTS = [
         needs=("abort",),
         diff=("abort-flow-nonstream",),
         defects=("abort-ignored", "abort-finish-reason-length"),
+        proofs=(Proof.STATEMENT, Proof.BOUND),
     ),
     Requirement(
         "ABORT-004",
@@ -51,6 +54,7 @@ REQUIREMENTS = [
         needs=("abort",),
         diff=("abort-flow-nonstream",),
         defects=("abort-no-partial-output",),
+        proofs=(Proof.STATEMENT,),
     ),
     Requirement(
         "ABORT-005",
@@ -88,6 +92,7 @@ REQUIREMENTS = [
         fuzz=(fuzz(130, operations=("abortRequestsLegacy",)),),
         diff=("abort-flow-legacy", "legacy-abort", "legacy-abort-missing"),
         defects=("legacy-abort-ignored",),
+        proofs=(Proof.STATEMENT, Proof.BOUND),
     ),
     Requirement(
         "ABORT-008",
@@ -112,6 +117,7 @@ REQUIREMENTS = [
         evidence="vllm-source-notes §1.1 (with_cancellation)",
         needs=("generate", "engine-state"),
         defects=("disconnect-no-abort",),
+        proofs=(Proof.ENGINE, Proof.BOUND),
     ),
     Requirement(
         "ABORT-010",
@@ -124,5 +130,6 @@ REQUIREMENTS = [
         evidence="vLLM 0.32 token_in_token_out/api_router.py: generate is @with_cancellation",
         needs=("generate", "engine-state"),
         defects=("disconnect-whole-no-abort",),
+        proofs=(Proof.ENGINE, Proof.BOUND),
     ),
 ]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from ..proof import Proof
+
 
 class Level(StrEnum):
     """RFC 2119 level: a MUST failure fails the run, a SHOULD failure is a warning."""
@@ -132,6 +134,8 @@ class Requirement:
       exercise it;
     - `diff`: the diff corpus cases whose answers it governs;
     - `defects`: the mock defects that must fail it (a test holds the mock's catalogue to it);
+    - `proofs`: for a verdict on an action in flight (an abort, a hang-up, a label change),
+      the evidence its FAIL may rest on (`proof.Proof`): never the client's own timing;
     - `fields`: the answer fields whose form it governs beside the SCHEMA-* requirements. A
       check that fails on an answer malformed elsewhere is blocked naming SCHEMA-* (the form
       is that requirement's); malformed in one of these fields, it fails as well.
@@ -153,6 +157,7 @@ class Requirement:
     diff: tuple[str, ...] = ()
     defects: tuple[str, ...] = ()
     fields: tuple[str, ...] = ()
+    proofs: tuple[Proof, ...] = ()
 
 
 MUST = Level.MUST

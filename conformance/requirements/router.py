@@ -11,6 +11,7 @@ checks read the engines directly to tell the router's doing from an engine's.
 
 from __future__ import annotations
 
+from ..proof import Proof
 from .model import MUST, SHOULD, Feature, Requirement, Source
 
 F = Feature.ROUTER
@@ -28,6 +29,7 @@ REQUIREMENTS = [
         "vllm-router 0.1.17 forwards it round-robin to one engine (routers.md)",
         needs=(*ROUTED, "abort"),
         defects=("abort-one-engine",),
+        proofs=(Proof.STATEMENT, Proof.BOUND),
     ),
     Requirement(
         "ROUTER-002",
@@ -40,6 +42,7 @@ REQUIREMENTS = [
         evidence="the legacy route is the same handler: it must reach the engine too",
         needs=(*ROUTED, "legacy-abort"),
         defects=("legacy-abort-one-engine",),
+        proofs=(Proof.STATEMENT, Proof.BOUND),
     ),
     Requirement(
         "ROUTER-003",
@@ -52,6 +55,7 @@ REQUIREMENTS = [
         "hang-up on, or the engine generates for no one",
         needs=(*ROUTED, "engine-state"),
         defects=("disconnect-kept-stream",),
+        proofs=(Proof.ENGINE, Proof.BOUND),
     ),
     Requirement(
         "ROUTER-004",
@@ -64,6 +68,7 @@ REQUIREMENTS = [
         evidence="as ROUTER-003, for a request without stream: true",
         needs=(*ROUTED, "engine-state"),
         defects=("disconnect-kept-unary",),
+        proofs=(Proof.ENGINE, Proof.BOUND),
     ),
     Requirement(
         "ROUTER-005",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..proof import Proof
 from .model import MUST, Feature, Requirement, fuzz
 
 F = Feature.WEIGHT_VERSIONS
@@ -101,5 +102,6 @@ REQUIREMENTS = [
         "a label change during a request splits its spans there",
         needs=("weight-labels",),
         defects=("weight-update-no-split",),
+        proofs=(Proof.STATEMENT, Proof.BOUND),
     ),
 ]

@@ -1,0 +1,69 @@
+"""The one proof obligation of in-flight verdicts (`conformance.proof`): a FAIL rests only on
+evidence a slower client cannot manufacture, and every in-flight requirement says which."""
+
+from __future__ import annotations
+
+from conformance.proof import SAMPLES, SHARE, Fastest, Proof, bound_proof
+from conformance.requirements import by_id
+
+IN_FLIGHT = {
+    "ABORT-002": {Proof.STATEMENT, Proof.BOUND},
+    "ABORT-003": {Proof.STATEMENT, Proof.BOUND},
+    "ABORT-004": {Proof.STATEMENT},
+    "ABORT-007": {Proof.STATEMENT, Proof.BOUND},
+    "ABORT-009": {Proof.ENGINE, Proof.BOUND},
+    "ABORT-010": {Proof.ENGINE, Proof.BOUND},
+    "ROUTER-001": {Proof.STATEMENT, Proof.BOUND},
+    "ROUTER-002": {Proof.STATEMENT, Proof.BOUND},
+    "ROUTER-003": {Proof.ENGINE, Proof.BOUND},
+    "ROUTER-004": {Proof.ENGINE, Proof.BOUND},
+    "WV-009": {Proof.STATEMENT, Proof.BOUND},
+}
+
+
+def test_every_in_flight_requirement_states_its_evidence_as_data() -> None:
+    found = {r.id: set(r.proofs) for r in by_id().values() if r.proofs}
+    assert found == IN_FLIGHT
+    assert all(by_id()[rid].proofs for rid in IN_FLIGHT)
+
+
+def test_an_action_answered_before_half_the_fastest_completion_proves_it_reached_the_request() -> (
+    None
+):
+    proof = bound_proof([(0.010, 0.020)], 0.005, 0.100)
+    assert proof is not None and "50 ms" in proof and "100 ms" in proof
+
+
+def test_late_answers_unknown_requests_and_unmeasured_shapes_prove_nothing() -> None:
+    assert bound_proof([(0.010, 0.051)], 0.005, 0.100) is None  # past SHARE of 100 ms
+    assert bound_proof([(0.001, 0.002)], 0.005, 0.100) is None  # sent before it was known
+    assert bound_proof([(0.010, 0.020)], None, 0.100) is None
+    assert bound_proof([(0.010, 0.020)], 0.005, None) is None
+    assert bound_proof([], 0.005, 0.100) is None
+    assert SHARE <= 0.5, "the bound errs toward 'could have ended'"
+
+
+def test_a_slower_client_never_makes_a_proof() -> None:
+    """Whatever delay a busy client adds to its reads (the answer, the end), the proof only
+    gets harder: the bound does not move, the answer comes later."""
+    for delay in (0.0, 0.01, 0.05, 0.2, 1.0):
+        proof = bound_proof([(0.010 + delay, 0.040 + delay)], 0.005 + delay, 0.100)
+        assert (proof is not None) == (0.040 + delay < SHARE * 0.100)
+
+
+def test_the_fastest_completion_is_the_least_of_its_samples() -> None:
+    fastest, calls = Fastest(), []
+
+    def sample() -> float:
+        calls.append(1)
+        return [0.3, 0.1, 0.2][len(calls) - 1]
+
+    assert fastest.of("shape", sample) == 0.1
+    assert len(calls) == SAMPLES
+    assert fastest.of("shape", sample) == 0.1 and len(calls) == SAMPLES, "sampled once"
+    fastest.seen("other", 0.5)
+    assert fastest.times() == {"shape": 0.1, "other": 0.5}
+
+
+def test_a_shape_that_never_completes_has_no_bound() -> None:
+    assert Fastest().of("shape", lambda: None) is None
