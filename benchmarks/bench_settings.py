@@ -8,7 +8,7 @@ folded in; every one must end with 0 fail, 0 warn, 0 error (exit code 0).
 `tests/test_conformance_settings.py` asserts exactly that over the same `SETTINGS`; this
 script prints the table.
 
-Run: python benchmarks/bench_settings.py [--only NAME ...] [--json PATH]
+Run: python -m benchmarks.bench_settings [--only NAME ...] [--json PATH]
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.slow_reader import slow_reader
 from conformance.profiles import ALL_PROFILES, API_KEY, MOCK_KNOBS
 from conformance.server_process import ServerProcess, mock_argv, start_on_a_free_port
 
@@ -52,6 +53,7 @@ class Setting:
     busy: bool = False  # every core spins (bounded) while the suite runs
     requirement_ids: frozenset[str] | None = None  # None: every check
     min_passed: int = 60  # a run that passes fewer requirements is hollow
+    read_delay_s: float = 0.0  # the client reads slowly: a sleep after each read (`slow_reader`)
 
 
 def _scale_out(name: str, *flags: str, min_passed: int = 60, busy: bool = False) -> Setting:
@@ -142,6 +144,43 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     _scale_out("busy", busy=True),
 )
+IN_FLIGHT = frozenset(
+    ("ABORT-002", "ABORT-003", "ABORT-004", "ABORT-009", "ABORT-010")
+    + ("STOP-005", "WV-003", "WV-004", "WV-009")
+)
+"""Every requirement whose verdict rests on an action landing in flight (issue 28)."""
+
+
+def _in_flight(name: str, *flags: str, busy: bool = False, read_delay_s: float = 0.0) -> Setting:
+    """A correct mock without latency (plus `flags`) where timing fools a rule that reads the
+    client's pace as the server's; the in-flight family only (`bench_abort_family.py` repeats
+    it and adds the defects)."""
+    return Setting(
+        name,
+        (*SCALE_OUT, *flags),
+        SCALE_OUT_CLAIMS,
+        dict(DEV_MODE),
+        busy=busy,
+        requirement_ids=IN_FLIGHT,
+        min_passed=0,
+        read_delay_s=read_delay_s,
+    )
+
+
+IN_FLIGHT_SETTINGS: tuple[Setting, ...] = (
+    _in_flight("in-flight-busy", busy=True),
+    _in_flight("in-flight-slow-reader", read_delay_s=0.002),
+    _in_flight("in-flight-ctx-32", "--max-model-len", "32"),
+    _in_flight("in-flight-ctx-48", "--max-model-len", "48"),
+    _in_flight("in-flight-ctx-64", "--max-model-len", "64"),
+    _in_flight("in-flight-ctx-96", "--max-model-len", "96", "--mock-vocab-size", "5000"),
+    _in_flight("in-flight-ctx-48-busy", "--max-model-len", "48", busy=True),
+    _in_flight("in-flight-ttft-800-seqs-1", "--mock-ttft-ms", "800", "--max-num-seqs", "1"),
+    _in_flight("in-flight-ttft-800-seqs-2", "--mock-ttft-ms", "800", "--max-num-seqs", "2"),
+    _in_flight("in-flight-ttft-3000-seqs-1", "--mock-ttft-ms", "3000", "--max-num-seqs", "1"),
+    _in_flight("in-flight-ttft-3000-seqs-2", "--mock-ttft-ms", "3000", "--max-num-seqs", "2"),
+)
+SETTINGS += IN_FLIGHT_SETTINGS
 BY_NAME = {s.name: s for s in SETTINGS}
 
 
@@ -161,6 +200,20 @@ def busy_cores(seconds: float) -> Iterator[list[int]]:
             p.kill()
         for p in procs:
             p.wait()
+
+
+@contextmanager
+def client_side(setting: Setting, base_url: str) -> Iterator[str]:
+    """The URL the suite talks to, under the client's conditions: every core busy, or a
+    client that reads slowly (`slow_reader`)."""
+    if setting.read_delay_s:
+        with slow_reader(base_url, setting.read_delay_s) as url:
+            yield url
+    elif setting.busy:
+        with busy_cores(RUN_DEADLINE_S + BUSY_MARGIN_S):
+            yield base_url
+    else:
+        yield base_url
 
 
 def server_env(setting: Setting) -> dict[str, str]:
@@ -195,6 +248,8 @@ def cli_argv(setting: Setting, base_url: str, json_report: Path) -> list[str]:
         argv += ["--expect", ",".join(sorted(setting.expect))]
     if setting.api_key:
         argv += ["--api-key", setting.api_key]
+    for rid in sorted(setting.requirement_ids or ()):
+        argv += ["--requirement", rid]
     return argv
 
 
@@ -210,13 +265,9 @@ def run_setting(setting: Setting) -> Outcome:
         tempfile.TemporaryDirectory() as tmp,
     ):
         path = Path(tmp) / "report.json"
-        command = cli_argv(setting, server.base_url, path)
         env = {**os.environ, "TITO_PROGRESS": "0"}
-        if setting.busy:
-            with busy_cores(RUN_DEADLINE_S + BUSY_MARGIN_S):
-                done = _call(command, env)
-        else:
-            done = _call(command, env)
+        with client_side(setting, server.base_url) as url:
+            done = _call(cli_argv(setting, url, path), env)
         report = json.loads(path.read_text()) if path.exists() else {}
     output = (done.stdout[-4000:] + done.stderr[-4000:]).strip()
     return Outcome(done.returncode, report, time.monotonic() - started, output)

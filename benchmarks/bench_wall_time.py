@@ -7,7 +7,7 @@ as a user does (the small fuzz folded in) and prints its wall time and verdict. 
 setting has a small max_num_seqs as well, so requests queue at the server: its waits must not
 turn into false failures.
 
-Run: python benchmarks/bench_wall_time.py [--only NAME ...] [--json PATH] [-v]
+Run: python -m benchmarks.bench_wall_time [--only NAME ...] [--json PATH] [-v]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_settings import Setting, _scale_out, problems, run_setting
+from benchmarks.bench_settings import Setting, _scale_out, problems, run_setting
 
 TARGET_S = 120.0  # issue 19: under 2 minutes at a 3 s first token
 SETTINGS: tuple[Setting, ...] = (

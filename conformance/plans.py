@@ -35,7 +35,7 @@ HEAVY_N = 64
 """Sequences a held request asks for (at most the server's max n). Measured on the mock without
 latency: 8 end in ~3 ms, too soon for any action; 64 last ~25 ms alone and fill 256 slots with
 four blockers. (A server that steps all of a request's sequences before reading the next
-request answers the action late when the machine is loaded: then inconclusive, never a fail.)"""
+request answers the action late when the machine is loaded: then out of reach, never a fail.)"""
 EVENT_BUDGET = MAX_EVENTS // 2
 """The most events (one per token per sequence) a held stream may send: half the client's
 cap (`http.MAX_EVENTS`), so a fast server with a large context is held by its length, not by
@@ -103,9 +103,9 @@ def plans_for(limits: Limits, prompt_len: int, queue: bool = True) -> list[Plan]
         return [Plan(tokens) for tokens in sized]
     tokens = max(2, room)
     n = limits.n(max(1, min(HEAVY_N, EVENT_BUDGET // tokens)))
-    # logprobs make each token dearer, but only for a few sequences: a server that steps all
-    # of a request's sequences before it reads another request would answer the action late
-    heavy = Plan(tokens, n, (limits.logprobs(HEAVY_LOGPROBS) or None) if n <= 4 else None)
+    # logprobs make each token dearer on the server, so the action is answered well inside
+    # the request's fastest completion (`proof.BOUND`); the server answers it between steps
+    heavy = Plan(tokens, n, limits.logprobs(HEAVY_LOGPROBS) or None)
     found = [Plan(tokens), heavy]
     if queue:  # fill its running slots (vLLM's default: 256 when not learned), wait behind
         fill = math.ceil((limits.max_n or DEFAULT_SLOTS) / n)

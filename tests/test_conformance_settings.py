@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.bench_abort_family import DEFECTS, one_setting
 from benchmarks.bench_settings import (
     BY_NAME,
+    IN_FLIGHT,
+    IN_FLIGHT_SETTINGS,
     SETTINGS,
     Setting,
     busy_cores,
@@ -46,6 +49,18 @@ def test_matrix_spans_what_the_issue_asks() -> None:
     assert any(s.api_key and _flag(s, "--api-key") == s.api_key for s in SETTINGS)
     assert any("--tokens-only" in s.flags for s in SETTINGS)
     assert any(s.busy for s in SETTINGS)
+
+
+def test_in_flight_settings_span_what_issue_28_asks() -> None:
+    """A busy client, a slow reader, no latency at contexts 32/48/64/96, first tokens of 0.8 and
+    3 s with one and two slots: the settings that fooled a rule reading the client's pace."""
+    unpaced = [s for s in IN_FLIGHT_SETTINGS if not _flag(s, "--mock-ttft-ms")]
+    assert all(not _flag(s, "--mock-itl-ms") for s in IN_FLIGHT_SETTINGS)
+    assert {"32", "48", "64", "96"} <= {_flag(s, "--max-model-len") for s in unpaced}
+    assert any(s.busy for s in unpaced) and any(s.read_delay_s for s in unpaced)
+    slow = {(_flag(s, "--mock-ttft-ms"), _flag(s, "--max-num-seqs")) for s in IN_FLIGHT_SETTINGS}
+    assert {("800", "1"), ("800", "2"), ("3000", "1"), ("3000", "2")} <= slow
+    assert all(s.requirement_ids == IN_FLIGHT for s in IN_FLIGHT_SETTINGS)
 
 
 def test_every_serve_flag_of_the_document_alone_and_together() -> None:
@@ -110,3 +125,15 @@ def test_correct_mock_passes_in_setting(setting: Setting) -> None:
         f"{setting.min_passed}); {summary.get('skipped')} skipped, "
         f"{summary.get('skipped_for_limits')} of them for the server's limits: the run was hollow"
     )
+
+
+CAUGHT_IN = ("in-flight-ctx-48", "in-flight-ttft-800-seqs-2")
+"""Where a correct server's actions land (the settings above), an in-flight defect fails its
+requirements: `bench_abort_family.py --defects` runs every setting, ten times."""
+
+
+@pytest.mark.parametrize("defect", sorted(DEFECTS))
+@pytest.mark.parametrize("name", CAUGHT_IN)
+def test_in_flight_defects_are_caught_in_setting(name: str, defect: str) -> None:
+    row = one_setting(BY_NAME[name], 1, defect)
+    assert row["caught"] == 1, "\n".join(row["problems"])
