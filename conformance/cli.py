@@ -52,7 +52,8 @@ def _parser() -> argparse.ArgumentParser:
         help="run the suite (against --base-url, or the embedded mock in every profile)",
         description="Exit 0 when every applicable MUST requirement passed, 1 when one failed, "
         "2 on a usage or harness error, 3 when nothing failed but some check was inconclusive "
-        "(its action could not land on this server).",
+        "(a router duty it could not exercise). An in-flight action that no plan could make "
+        "land is a skip of kind limit, never 3.",
     )
     run.add_argument("--base-url", help="server under test; omit to run the embedded mock")
     run.add_argument("--api-key", help="API key of the server under test")
