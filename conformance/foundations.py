@@ -350,6 +350,55 @@ def _key_demanded(s: Session) -> str | None:
     return f"generate without the key answered {reply.status}" if reply.status != 401 else None
 
 
+def _errors_pass(s: Session) -> str | None:
+    """Behind a router: an engine's 400 reaches the client as the engine answered it (its
+    status, a JSON body). A router that turns it into a 502 or plain text answers every
+    rejection so (ROUTER-009's): what the client sees of errors is the router's, and each
+    requirement about an error answer is blocked on it rather than failed."""
+    for url in s.features.engines[:1]:
+        direct = s.direct(url).post(api.GENERATE, api.invalid())
+        if direct.status != 400:
+            return None  # the engine does not reject it so: nothing to pass through
+        routed = s.client.post(api.GENERATE, api.invalid())
+        media = routed.headers.get("content-type") or ""
+        if routed.status != direct.status or "json" not in media:
+            return (
+                f"an invalid generate is HTTP {direct.status} from the engine {url}, "
+                f"HTTP {routed.status} ({media or 'no content type'}) through the router"
+            )
+    return None
+
+
+ROUTED_GROUNDS: dict[str, tuple[str, ...]] = {
+    "ROUTER-001": ("ABORT-002", "ABORT-003", "ABORT-004"),
+    "ROUTER-002": ("ABORT-007",),
+    "ROUTER-009": tuple(
+        r.id
+        for r in all_requirements()
+        if r.id.startswith("ERR-")
+        or ((r.expected_status or 0) >= 400 and not r.id.startswith("ROUTER-"))
+    ),
+    "ROUTER-011": ("WV-007", "WV-009"),
+}
+"""Behind a router, the router's duty each requirement's evidence passes through: an abort
+that reaches no engine ends no request (ROUTER-001, -002), an engine's rejection the router
+rewrites is no engine's answer (ROUTER-009), a label set on one engine labels no fleet
+(ROUTER-011). Where the run knows its engines and the duty fails, a failure of these is the
+duty's: blocked on it (the suite's checks through `routed`, the folded-in fuzz's findings
+through `fuzz.merge`). Where the duty holds, they judge as on one server."""
+
+
+def routed(s: Session, ids: tuple[str, ...]) -> tuple[str, ...]:
+    """The router duties `ids` stand on (`ROUTED_GROUNDS`), where the run knows its engines."""
+    if not s.features.engines:
+        return ()
+    return routed_grounds(ids)
+
+
+def routed_grounds(ids: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(d for d, over in ROUTED_GROUNDS.items() if set(ids) & set(over))
+
+
 def _gated(s: Session) -> str | None:
     reply = s.client.post(api.GENERATE, api.body(2))
     return None if reply.status == 403 else f"generate answered {reply.status}, not 403"
@@ -444,6 +493,7 @@ PROBES: dict[str, Probe] = {
     "key-passes": _key_passes,
     "stream-paced": _stream_paced,
     "error-status": _error_status,
+    "errors-pass": _errors_pass,
     "logprob-count": _logprob_count,
     "logprobs-limit": _logprobs_limit,
     "header-id": _header_id,
@@ -519,7 +569,7 @@ def _deepest(s: Session, rid: str, seen: frozenset[str]) -> tuple[str, str] | No
     why = broken(s, rid)
     if why is None:
         return None
-    for under in grounds_of(rid):
+    for under in (*grounds_of(rid), *routed(s, (rid,))):
         if under not in seen and under != rid:
             found = _deepest(s, under, seen | {rid})
             if found is not None:

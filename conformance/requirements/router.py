@@ -128,6 +128,7 @@ REQUIREMENTS = [
         "into a 502 or plain text breaks it; clients branch on the status and read "
         "error.message",
         needs=ROUTED,
+        ground="errors-pass",
         defects=("error-502", "error-body-plain"),
     ),
     Requirement(
