@@ -11,6 +11,8 @@ from ..requirements import by_id
 from ..requirements.model import FuzzRule
 from .settings import ServerFacts
 
+STREAMED = " (stream) "
+"""Between a finding's operation and its check in its report name: it was found on a stream."""
 GROUPS = ("positive", "negative", "wrong-media-type", "out-of-vocabulary", "stateful")
 
 
@@ -29,6 +31,7 @@ class Finding:
     case_index: int
     requirement_ids: tuple[str, ...] = ()
     occurrences: int = 1
+    stream: bool = False  # the (first) case it was found on asked for a stream
 
     def __post_init__(self) -> None:
         """The curl carries the case's headers, the API key among them: `$TITO_API_KEY`

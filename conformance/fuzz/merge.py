@@ -16,10 +16,12 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping
 
+from ..collector import STREAM_GROUND
 from ..foundations import routed_grounds
 from ..registry import grounds_of
 from ..results import CheckResult, Report, RequirementResult, SkipKind, Status, decide
 from ..session import BLOCKED_PREFIX
+from .findings import STREAMED
 
 NAMED = re.compile(r"\(([A-Z]+(?:-[A-Z]+)*-\d{3})\)")
 """A requirement a blocked check's message names: `blocked: ... (STREAM-001)`."""
@@ -35,8 +37,7 @@ def merge(report: Report, fuzzed: Report, only: Collection[str] | None = None) -
         if only is not None and rid not in only:
             continue
         known = by_id.get(rid)
-        ground = failing_ground(suite, rid, behind_router)
-        own = [_blocked(c, ground) if ground else c for c in result.checks]
+        own = [_held(c, failing_ground(suite, rid, behind_router, c)) for c in result.checks]
         checks = [*(known.checks if known is not None else []), *own]
         merged = decide(result.requirement, checks)
         if known is None:
@@ -51,9 +52,14 @@ def merge(report: Report, fuzzed: Report, only: Collection[str] | None = None) -
 
 
 def failing_ground(
-    suite: Mapping[str, RequirementResult], rid: str, behind_router: bool
+    suite: Mapping[str, RequirementResult],
+    rid: str,
+    behind_router: bool,
+    check: CheckResult | None = None,
 ) -> RequirementResult | None:
-    """The first requirement `rid` stands on that failed in the suite's own checks, if any."""
+    """The first requirement `rid` (and the fuzz `check` of it) stands on that failed in the
+    suite's own checks, if any. A finding on a stream stands on a readable stream, as the
+    suite's checks that read one do (`collector.EXCHANGE_GROUNDS`)."""
     own = suite.get(rid)
     named = [
         _named(c.message)
@@ -61,7 +67,8 @@ def failing_ground(
         if c.skip_kind is SkipKind.BLOCKED and NAMED.search(c.message)
     ]
     routes = routed_grounds((rid,)) if behind_router else ()
-    for ground in dict.fromkeys((*named, *grounds_of(rid), *routes)):
+    streamed = (STREAM_GROUND,) if check is not None and STREAMED in check.name else ()
+    for ground in dict.fromkeys((*named, *grounds_of(rid), *routes, *streamed)):
         found = suite.get(ground)
         if ground != rid and found is not None and found.status is Status.FAIL:
             return found
@@ -74,9 +81,9 @@ def _named(message: str) -> str:
     return str(found[-1] if message.rstrip().endswith(")") else found[0])
 
 
-def _blocked(check: CheckResult, ground: RequirementResult) -> CheckResult:
+def _held(check: CheckResult, ground: RequirementResult | None) -> CheckResult:
     """A fuzz failure that stands on a failing `ground`: shown, blocked naming it."""
-    if check.status is not Status.FAIL:
+    if check.status is not Status.FAIL or ground is None:
         return check
     why = ground.reason.strip().splitlines()[0][:200] if ground.reason else "it fails"
     return CheckResult(
