@@ -369,6 +369,36 @@ def _errors_pass(s: Session) -> str | None:
     return None
 
 
+def _labels_reach(s: Session) -> str | None:
+    """Behind a router: a label set through it reaches every engine's /weight_info (one that
+    sends it to one engine labels only that one's spans: ROUTER-011's, not each label
+    requirement's). Put back on every engine after."""
+    urls = list(s.features.engines)
+    engines = [s.direct(url) for url in urls]
+
+    def label(engine: Client) -> str:
+        return str(engine.get("/weight_info", auth=False).json().get("weight_version"))
+
+    if not engines:
+        return None
+    old = [label(e) for e in engines]
+    new = f"tito-{s.session_id}-reach"
+    try:
+        reply = s.client.post("/update_weight_version", {"new_version": new}, auth=False)
+        if reply.status != 200:
+            return None  # not served through it: WV-007 judges that
+        missed = [url for url, e in zip(urls, engines, strict=True) if label(e) != new]
+    finally:
+        for engine, was in zip(engines, old, strict=True):
+            engine.post("/update_weight_version", {"new_version": was}, auth=False)
+    if missed:
+        return (
+            f"/update_weight_version {new!r} through the router reached "
+            f"{len(urls) - len(missed)} of {len(urls)} engines (not {', '.join(missed)})"
+        )
+    return None
+
+
 ROUTED_GROUNDS: dict[str, tuple[str, ...]] = {
     "ROUTER-001": ("ABORT-002", "ABORT-003", "ABORT-004"),
     "ROUTER-002": ("ABORT-007",),
@@ -494,6 +524,7 @@ PROBES: dict[str, Probe] = {
     "stream-paced": _stream_paced,
     "error-status": _error_status,
     "errors-pass": _errors_pass,
+    "labels-reach": _labels_reach,
     "logprob-count": _logprob_count,
     "logprobs-limit": _logprobs_limit,
     "header-id": _header_id,
