@@ -413,9 +413,57 @@ def _labels_reach(s: Session) -> str | None:
     return None
 
 
+def _rank_passes(s: Session) -> str | None:
+    """Behind a router: a rank no engine has (which the engine rejects with 400 when asked
+    directly) is still a 400 through it; a router that drops the header answers it (ROUTER-005's,
+    not each rank requirement's)."""
+    rank = {"X-data-parallel-rank": "1000000"}
+    for url in s.features.engines[:1]:
+        if s.direct(url).post(api.GENERATE, api.body(1), headers=rank).status != 400:
+            return None  # the engine takes it: nothing to pass on
+        routed = s.client.post(api.GENERATE, api.body(1), headers=rank)
+        if routed.status != 400:
+            return f"X-data-parallel-rank 1000000: HTTP 400 from {url}, {routed.status} routed"
+    return None
+
+
+def _ids_pass(s: Session) -> str | None:
+    """Behind a router: an X-Request-Id comes back through it as the engine echoes it (a router
+    that renames requests: ROUTER-006's, not each request-id requirement's)."""
+    for url in s.features.engines[:1]:
+        rid = s.rid("foundation-routed-id")
+        answers = [
+            client.post(api.GENERATE, api.body(1), headers={"X-Request-Id": rid})
+            for client in (s.direct(url), s.client)
+        ]
+        if any(a.status != 200 for a in answers):
+            return None
+        direct, routed = (a.json().get("request_id") for a in answers)
+        if direct != routed:
+            return f"X-Request-Id {rid!r}: {direct!r} from {url}, {routed!r} through the router"
+    return None
+
+
+def _echo_passes(s: Session) -> str | None:
+    """Behind a router: the output_mode the engine echoes comes back through it (ROUTER-007's,
+    not each echo requirement's)."""
+    body = api.body(1, top={"output_mode": "tokens"})
+    for url in s.features.engines[:1]:
+        direct = s.direct(url).post(api.GENERATE, body)
+        if direct.status != 200 or direct.json().get("output_mode") != "tokens":
+            return None  # the engine echoes nothing to pass on
+        routed = s.client.post(api.GENERATE, body)
+        if routed.status == 200 and routed.json().get("output_mode") != "tokens":
+            return f"output_mode 'tokens' is echoed by {url}, not through the router"
+    return None
+
+
 ROUTED_GROUNDS: dict[str, tuple[str, ...]] = {
     "ROUTER-001": ("ABORT-002", "ABORT-003", "ABORT-004"),
     "ROUTER-002": ("ABORT-007",),
+    "ROUTER-005": ("DP-001", "DP-002", "DP-003"),
+    "ROUTER-006": ("GEN-RESP-004", "GEN-RESP-005", "GEN-RESP-006"),
+    "ROUTER-007": ("TEXT-005", "TEXT-006", "TEXT-007", "GEN-REQ-010"),
     "ROUTER-009": tuple(
         r.id
         for r in all_requirements()
@@ -424,8 +472,9 @@ ROUTED_GROUNDS: dict[str, tuple[str, ...]] = {
     "ROUTER-011": ("WV-007", "WV-009"),
 }
 """Behind a router, the router's duty each requirement's evidence passes through: an abort
-that reaches no engine ends no request (ROUTER-001, -002), an engine's rejection the router
-rewrites is no engine's answer (ROUTER-009), a label set on one engine labels no fleet
+that reaches no engine ends no request (ROUTER-001, -002), a rank header, request id or echo
+the router drops is no engine's doing (ROUTER-005, -006, -007), an engine's rejection the
+router rewrites is no engine's answer (ROUTER-009), a label set on one engine labels no fleet
 (ROUTER-011). Where the run knows its engines and the duty fails, a failure of these is the
 duty's: blocked on it (the suite's checks through `routed`, the folded-in fuzz's findings
 through `fuzz.merge`). Where the duty holds, they judge as on one server."""
@@ -538,6 +587,9 @@ PROBES: dict[str, Probe] = {
     "error-status": _error_status,
     "errors-pass": _errors_pass,
     "labels-reach": _labels_reach,
+    "rank-passes": _rank_passes,
+    "ids-pass": _ids_pass,
+    "echo-passes": _echo_passes,
     "logprob-count": _logprob_count,
     "logprobs-limit": _logprobs_limit,
     "header-id": _header_id,

@@ -76,6 +76,7 @@ REQUIREMENTS = [
         evidence="the header pins a request to a rank; a router that drops it load-balances "
         "a request the engine would reject",
         needs=ROUTED,
+        ground="rank-passes",
         defects=("dp-rank-dropped",),
     ),
     Requirement(
@@ -89,6 +90,7 @@ REQUIREMENTS = [
         source=Source.DERIVED,
         evidence="a router that renames requests leaves the client no id to abort by",
         needs=ROUTED,
+        ground="ids-pass",
         defects=("request-id-rewritten",),
     ),
     Requirement(
@@ -100,6 +102,7 @@ REQUIREMENTS = [
         source=Source.DERIVED,
         evidence="clients tell token-only from text answers by the echo",
         needs=ROUTED,
+        ground="echo-passes",
         defects=("echo-dropped",),
     ),
     Requirement(
