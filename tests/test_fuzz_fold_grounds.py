@@ -90,3 +90,19 @@ def test_a_finding_on_a_stream_stands_on_a_readable_stream() -> None:
 def test_the_fuzz_cannot_hide_a_suite_failure() -> None:
     suite = report({"STREAM-001": failed(), "STREAM-002": failed("its own")})
     assert folded(suite, {"STREAM-002": [fuzz_fail()]})["STREAM-002"] is Status.FAIL
+
+
+def test_behind_a_router_that_answers_errors_its_own_way_an_error_answer_is_its() -> None:
+    """RENDER-001's fuzz finding on a 502 the router made of an engine's 400 (error-502)."""
+    render = "POST /inference/v1/completions/render"
+    on_502 = CheckResult(f"fuzz[negative] {render} status_code_conformance (HTTP 502)", *FAILED)
+    on_200 = CheckResult(f"fuzz[positive] {render} response_schema_conformance (HTTP 200)", *FAILED)
+    suite = report({"ROUTER-009": failed()}, ("http://e1",))
+    assert folded(suite, {"RENDER-001": [on_502]})["RENDER-001"] is Status.SKIP
+    suite = report({"ROUTER-009": failed()}, ("http://e1",))
+    assert folded(suite, {"RENDER-001": [on_200]})["RENDER-001"] is Status.FAIL  # its own
+    one_server = report({"ROUTER-009": failed()})
+    assert folded(one_server, {"RENDER-001": [on_502]})["RENDER-001"] is Status.FAIL
+
+
+FAILED = (Status.FAIL, FOUND)

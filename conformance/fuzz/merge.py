@@ -23,6 +23,11 @@ from ..results import CheckResult, Report, RequirementResult, SkipKind, Status, 
 from ..session import BLOCKED_PREFIX
 from .findings import STREAMED
 
+ANSWERED = re.compile(r" \(HTTP (\d{3})\)$")
+"""How a fuzz check's name ends with the status of the answer it judged (`fuzz.run.to_report`)."""
+ERRORS_GROUND = "ROUTER-009"
+"""Behind a router, what a finding on an error answer stands on: the router shown to answer
+errors its own way (a 502 for an engine's 400, its own 422 in plain text) made that answer."""
 NAMED = re.compile(r"\(([A-Z]+(?:-[A-Z]+)*-\d{3})\)")
 """A requirement a blocked check's message names: `blocked: ... (STREAM-001)`."""
 
@@ -59,7 +64,8 @@ def failing_ground(
 ) -> RequirementResult | None:
     """The first requirement `rid` (and the fuzz `check` of it) stands on that failed in the
     suite's own checks, if any. A finding on a stream stands on a readable stream, as the
-    suite's checks that read one do (`collector.EXCHANGE_GROUNDS`)."""
+    suite's checks that read one do (`collector.EXCHANGE_GROUNDS`); one on an error answer
+    behind a router, on the router's passing errors through (`ERRORS_GROUND`)."""
     own = suite.get(rid)
     named = [
         _named(c.message)
@@ -68,7 +74,9 @@ def failing_ground(
     ]
     routes = routed_grounds((rid,)) if behind_router else ()
     streamed = (STREAM_GROUND,) if check is not None and STREAMED in check.name else ()
-    for ground in dict.fromkeys((*named, *grounds_of(rid), *routes, *streamed)):
+    answered = ANSWERED.search(check.name) if check is not None else None
+    error = (ERRORS_GROUND,) if behind_router and answered and int(answered[1]) >= 400 else ()
+    for ground in dict.fromkeys((*named, *grounds_of(rid), *routes, *streamed, *error)):
         found = suite.get(ground)
         if ground != rid and found is not None and found.status is Status.FAIL:
             return found

@@ -157,7 +157,8 @@ def to_report(result: FuzzResult) -> Report:
     checks: dict[str, list[CheckResult]] = {}
     for f in result.findings:
         check = CheckResult(
-            name=f"fuzz[{f.group}] {f.label}{STREAMED if f.stream else ' '}{f.check}",
+            name=f"fuzz[{f.group}] {f.label}{STREAMED if f.stream else ' '}{f.check}"
+            + (f" (HTTP {f.status})" if f.status is not None else ""),
             status=Status.FAIL,
             message=f"{f.message} ({f.occurrences} case(s))",
             reproducer=f.reproducer,
