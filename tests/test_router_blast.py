@@ -16,7 +16,7 @@ from conformance.cli import run_fuzzed
 from conformance.embedded import QUICK
 from conformance.profiles import MOCK_KNOBS, PROFILES
 from conformance.requirements import Level
-from conformance.results import Report, Status
+from conformance.results import CheckResult, Report, Status
 from conformance.session import SuiteConfig
 from mock_server.fleet import HOW_TO_GET, start_fleet, vllm_router_binary
 
@@ -46,8 +46,20 @@ def failing(report: Report) -> dict[str, str]:
     return {
         r.requirement.id: r.reason[:300]
         for r in report.requirements
-        if r.status in (Status.FAIL, Status.ERROR) and r.requirement.level is not Level.MAY
+        if r.status in (Status.FAIL, Status.ERROR)
+        and r.requirement.level is not Level.MAY
+        and not _unanswered(r.checks)
     }
+
+
+def _unanswered(checks: list[CheckResult]) -> bool:
+    bad = [c for c in checks if c.status in (Status.FAIL, Status.ERROR)]
+    return bool(bad) and all(c.message.startswith(UNANSWERED) for c in bad)
+
+
+UNANSWERED = ("no answer within", "ServerBroke:")
+"""The fuzz's answer budget (6 s here) spent on a machine whose cores are busy: a verdict of
+pace, not of whose fault a defect is (issue 28's items 1-4); left out of the sets pinned here."""
 
 
 def judged(found: dict[str, str]) -> set[str]:
