@@ -12,7 +12,7 @@ suite's answers hold; a fault on an element it never receives cannot fire and is
 (`--all` runs it anyway).
 
 Run: PYTHONPATH=. python benchmarks/bench_blast_generated.py [--only SUBSTRING ...] [--limit N]
-[--profiles scale-out,tokens-only] [--json PATH] [--workers N] [--worst N] [--all]
+[--profiles scale-out,tokens-only] [--json PATH] [--workers N] [--worst N] [--all] [--fuzz N]
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from pathlib import Path
 from benchmarks.bench_blast_radius import MAX_RADIUS, MEDIAN_RADIUS, failing, judged, percentile
 from benchmarks.fault_catalogue import Fault, exercised, free, generate_faults, shape_count
 from benchmarks.fault_proxy import proxied
+from conformance.cli import run_fuzzed
 from conformance.embedded import QUICK, embedded_mock
 from conformance.results import Status
 from conformance.runner import run
@@ -48,16 +49,18 @@ class Run:
     seen: dict[str, bool]  # the baseline's record of the elements it received
 
 
-def proxied_run(profile: str, fault_name: str | None) -> Run:
+def proxied_run(profile: str, fault_name: str | None, fuzz: int = 0) -> Run:
     """The whole suite against the mock of `profile` behind the proxy with one fault (or none,
-    recording what the answers hold)."""
+    recording what the answers hold); with `fuzz` cases per operation folded in, as
+    `tito-conformance run` folds them (0: the suite alone)."""
     fault = {f.name: f for f in generate_faults()}[fault_name] if fault_name else None
     started = time.monotonic()
     with (
         embedded_mock(profile, (), (), **QUICK) as (_, config),
         proxied(config.base_url, fault, record=fault is None) as (url, app),
     ):
-        report = run(replace(config, base_url=url))
+        proxied_config = replace(config, base_url=url)
+        report = run_fuzzed(proxied_config, fuzz) if fuzz else run(proxied_config)
     failed = failing(report)
     broken = frozenset(r.requirement.id for r in report.requirements if r.status is Status.ERROR)
     return Run(
@@ -168,6 +171,13 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="processes (default 1)")
     parser.add_argument("--worst", type=int, default=15)
     parser.add_argument("--all", action="store_true", help="also faults the baseline cannot fire")
+    parser.add_argument(
+        "--fuzz",
+        type=int,
+        default=0,
+        metavar="N",
+        help="fold in a fuzz of N cases per operation, as `run` does (default 0: suite only)",
+    )
     args = parser.parse_args()
     faults = list(generate_faults())
     print(f"generated faults: {len(faults)}")
@@ -180,7 +190,7 @@ def main() -> None:
     report: dict[str, object] = {}
     with ProcessPoolExecutor(args.workers, mp_context=get_context("spawn")) as pool:
         for profile in args.profiles.split(","):
-            base = pool.submit(proxied_run, profile, None).result()
+            base = pool.submit(proxied_run, profile, None, args.fuzz).result()
             shown = ", ".join(judged(base.failing)) or "none"
             print(
                 f"\n[{profile}] baseline through the clean proxy: {base.seconds:.0f} s, "
@@ -199,7 +209,7 @@ def main() -> None:
             runnable = unfree
             picked = sample(runnable, args.limit)
             futures: list[tuple[Fault, Future[Run]]] = [
-                (f, pool.submit(proxied_run, profile, f.name)) for f in picked
+                (f, pool.submit(proxied_run, profile, f.name, args.fuzz)) for f in picked
             ]
             for i, (fault, future) in enumerate(futures, 1):
                 r = Radius.compare(fault.name, profile, base, future.result())

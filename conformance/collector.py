@@ -19,6 +19,7 @@ from .foundations import (
     broken,
     builds_on,
     implied,
+    routed,
 )
 from .http import ServerBroke
 from .in_flight import Inconclusive, OutOfReach
@@ -184,7 +185,8 @@ class Collector:
             what = by_id()[ids[0]].title if ids else item.name
             self.session.applies(needs_of(function), what, ids)
             ground = implied(self.session, ids)
-            builds_on(self.session, *ground, *needs_of(function).builds_on)
+            routes = routed(self.session, ids)  # behind a router: the duties it passes through
+            builds_on(self.session, *ground, *routes, *needs_of(function).builds_on)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(

@@ -6,6 +6,8 @@ import json
 import shlex
 from dataclasses import dataclass, field
 
+from .credentials import HEADER
+
 SNIPPET = 600
 SECRET_HEADERS = ("authorization",)
 
@@ -32,7 +34,7 @@ class Exchange:
         parts += ["-X", self.method, shlex.quote(self.url)]
         for name, value in self.headers.items():
             if name.lower() in SECRET_HEADERS:
-                parts += ["-H", '"Authorization: Bearer $TITO_API_KEY"']
+                parts += ["-H", HEADER]
             else:
                 parts += ["-H", shlex.quote(f"{name}: {value}")]
         if self.body is not None:

@@ -350,6 +350,147 @@ def _key_demanded(s: Session) -> str | None:
     return f"generate without the key answered {reply.status}" if reply.status != 401 else None
 
 
+def _errors_pass(s: Session) -> str | None:
+    """Behind a router: an engine's 400 reaches the client as the engine answered it (its
+    status, a JSON body). A router that turns it into a 502 or plain text answers every
+    rejection so (ROUTER-009's): what the client sees of errors is the router's, and each
+    requirement about an error answer is blocked on it rather than failed."""
+    for url in s.features.engines[:1]:
+        for what, sent in REJECTED:
+            direct = s.direct(url).post(api.GENERATE, **sent)
+            if direct.status != 400:
+                continue  # the engine does not reject it so: nothing to pass through
+            routed = s.client.post(api.GENERATE, **sent)
+            media = routed.headers.get("content-type") or ""
+            if routed.status != direct.status or "json" not in media:
+                return (
+                    f"{what} is HTTP {direct.status} from the engine {url}, "
+                    f"HTTP {routed.status} ({media or 'no content type'}) through the router"
+                )
+    return None
+
+
+REJECTED: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("an invalid generate", {"body": api.invalid()}),
+    ("a generate without token_ids", {"body": {"sampling_params": {"max_tokens": 1}}}),
+    (
+        "a generate sent as text/plain",
+        {"content": api.dumps_body(api.body(1)), "headers": {"Content-Type": "text/plain"}},
+    ),
+)
+"""Requests every engine rejects with a 400 (`Client.post` arguments): wrong values, a missing
+field and a non-JSON Content-Type, the last two of which a router that parses bodies into its
+own types rejects itself (vllm-router 0.1.17: a 422 and a 415, in plain text)."""
+
+
+def _labels_reach(s: Session) -> str | None:
+    """Behind a router: a label set through it reaches every engine's /weight_info (one that
+    sends it to one engine labels only that one's spans: ROUTER-011's, not each label
+    requirement's). Put back on every engine after."""
+    urls = list(s.features.engines)
+    engines = [s.direct(url) for url in urls]
+
+    def label(engine: Client) -> str:
+        return str(engine.get("/weight_info", auth=False).json().get("weight_version"))
+
+    if not engines:
+        return None
+    old = [label(e) for e in engines]
+    new = f"tito-{s.session_id}-reach"
+    try:
+        reply = s.client.post("/update_weight_version", {"new_version": new}, auth=False)
+        if reply.status != 200:
+            return None  # not served through it: WV-007 judges that
+        missed = [url for url, e in zip(urls, engines, strict=True) if label(e) != new]
+    finally:
+        for engine, was in zip(engines, old, strict=True):
+            engine.post("/update_weight_version", {"new_version": was}, auth=False)
+    if missed:
+        return (
+            f"/update_weight_version {new!r} through the router reached "
+            f"{len(urls) - len(missed)} of {len(urls)} engines (not {', '.join(missed)})"
+        )
+    return None
+
+
+def _rank_passes(s: Session) -> str | None:
+    """Behind a router: a rank no engine has (which the engine rejects with 400 when asked
+    directly) is still a 400 through it; a router that drops the header answers it (ROUTER-005's,
+    not each rank requirement's)."""
+    rank = {"X-data-parallel-rank": "1000000"}
+    for url in s.features.engines[:1]:
+        if s.direct(url).post(api.GENERATE, api.body(1), headers=rank).status != 400:
+            return None  # the engine takes it: nothing to pass on
+        routed = s.client.post(api.GENERATE, api.body(1), headers=rank)
+        if routed.status != 400:
+            return f"X-data-parallel-rank 1000000: HTTP 400 from {url}, {routed.status} routed"
+    return None
+
+
+def _ids_pass(s: Session) -> str | None:
+    """Behind a router: an X-Request-Id comes back through it as the engine echoes it (a router
+    that renames requests: ROUTER-006's, not each request-id requirement's)."""
+    for url in s.features.engines[:1]:
+        rid = s.rid("foundation-routed-id")
+        answers = [
+            client.post(api.GENERATE, api.body(1), headers={"X-Request-Id": rid})
+            for client in (s.direct(url), s.client)
+        ]
+        if any(a.status != 200 for a in answers):
+            return None
+        direct, routed = (a.json().get("request_id") for a in answers)
+        if direct != routed:
+            return f"X-Request-Id {rid!r}: {direct!r} from {url}, {routed!r} through the router"
+    return None
+
+
+def _echo_passes(s: Session) -> str | None:
+    """Behind a router: the output_mode the engine echoes comes back through it (ROUTER-007's,
+    not each echo requirement's)."""
+    body = api.body(1, top={"output_mode": "tokens"})
+    for url in s.features.engines[:1]:
+        direct = s.direct(url).post(api.GENERATE, body)
+        if direct.status != 200 or direct.json().get("output_mode") != "tokens":
+            return None  # the engine echoes nothing to pass on
+        routed = s.client.post(api.GENERATE, body)
+        if routed.status == 200 and routed.json().get("output_mode") != "tokens":
+            return f"output_mode 'tokens' is echoed by {url}, not through the router"
+    return None
+
+
+ROUTED_GROUNDS: dict[str, tuple[str, ...]] = {
+    "ROUTER-001": ("ABORT-002", "ABORT-003", "ABORT-004"),
+    "ROUTER-002": ("ABORT-007",),
+    "ROUTER-005": ("DP-001", "DP-002", "DP-003"),
+    "ROUTER-006": ("GEN-RESP-004", "GEN-RESP-005", "GEN-RESP-006"),
+    "ROUTER-007": ("TEXT-005", "TEXT-006", "TEXT-007", "GEN-REQ-010"),
+    "ROUTER-009": tuple(
+        r.id
+        for r in all_requirements()
+        if r.id == "ERR-002" or ((r.expected_status or 0) >= 400 and not r.id.startswith("ROUTER-"))
+    ),
+    "ROUTER-011": ("WV-007", "WV-009"),
+}
+"""Behind a router, the router's duty each requirement's evidence passes through: an abort
+that reaches no engine ends no request (ROUTER-001, -002), a rank header, request id or echo
+the router drops is no engine's doing (ROUTER-005, -006, -007), an engine's rejection the
+router rewrites is no engine's answer (ROUTER-009), a label set on one engine labels no fleet
+(ROUTER-011). Where the run knows its engines and the duty fails, a failure of these is the
+duty's: blocked on it (the suite's checks through `routed`, the folded-in fuzz's findings
+through `fuzz.merge`). Where the duty holds, they judge as on one server."""
+
+
+def routed(s: Session, ids: tuple[str, ...]) -> tuple[str, ...]:
+    """The router duties `ids` stand on (`ROUTED_GROUNDS`), where the run knows its engines."""
+    if not s.features.engines:
+        return ()
+    return routed_grounds(ids)
+
+
+def routed_grounds(ids: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(d for d, over in ROUTED_GROUNDS.items() if set(ids) & set(over))
+
+
 def _gated(s: Session) -> str | None:
     reply = s.client.post(api.GENERATE, api.body(2))
     return None if reply.status == 403 else f"generate answered {reply.status}, not 403"
@@ -444,6 +585,11 @@ PROBES: dict[str, Probe] = {
     "key-passes": _key_passes,
     "stream-paced": _stream_paced,
     "error-status": _error_status,
+    "errors-pass": _errors_pass,
+    "labels-reach": _labels_reach,
+    "rank-passes": _rank_passes,
+    "ids-pass": _ids_pass,
+    "echo-passes": _echo_passes,
     "logprob-count": _logprob_count,
     "logprobs-limit": _logprobs_limit,
     "header-id": _header_id,
@@ -519,7 +665,7 @@ def _deepest(s: Session, rid: str, seen: frozenset[str]) -> tuple[str, str] | No
     why = broken(s, rid)
     if why is None:
         return None
-    for under in grounds_of(rid):
+    for under in (*grounds_of(rid), *routed(s, (rid,))):
         if under not in seen and under != rid:
             found = _deepest(s, under, seen | {rid})
             if found is not None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from .credentials import redact
 from .requirements import Level, Requirement
 
 
@@ -37,6 +38,11 @@ class CheckResult:
     skip_kind: SkipKind = SkipKind.NONE
     inconclusive: bool = False  # an error: the check's action could not be made to land
 
+    def __post_init__(self) -> None:
+        """Every output is a view of these: no API key gets into one (`credentials`)."""
+        self.message = redact(self.message)
+        self.reproducer = redact(self.reproducer)
+
 
 @dataclass
 class RequirementResult:
@@ -45,6 +51,9 @@ class RequirementResult:
     reason: str
     checks: list[CheckResult] = field(default_factory=list)
     attribution: str = ""  # behind a router, whose failure: "router" | "engine" | "unknown"
+
+    def __post_init__(self) -> None:
+        self.reason = redact(self.reason)
 
     @property
     def skip_kind(self) -> SkipKind:
@@ -112,6 +121,9 @@ class Report:
     """(Features, Limits) the probe learned, so what runs after the checks (the folded-in
     fuzz) judges by the same knowledge instead of probing again; the report shows them as
     `server`."""
+
+    def __post_init__(self) -> None:
+        self.harness_error = redact(self.harness_error)
 
     @property
     def summary(self) -> Summary:

@@ -15,6 +15,7 @@ from typing import Any, TypedDict
 import httpx
 
 from .bounded import EVENT_BYTES, MAX_BODY, MAX_EVENTS, ServerBroke, Unsendable
+from .credentials import remember
 from .exchange import Exchange, dumps, stated_error
 from .sse import is_event_stream
 from .timeouts import Timeouts
@@ -35,7 +36,9 @@ def tls() -> ssl.SSLContext:
 
 
 def auth_header(api_key: str | None) -> dict[str, str]:
-    """The API key as vLLM's middleware reads it: the one place the kit spells the header."""
+    """The API key as vLLM's middleware reads it: the one place the kit spells the header,
+    and so where it learns the key it keeps out of every output (`credentials`)."""
+    remember(api_key)
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 

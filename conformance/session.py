@@ -12,6 +12,7 @@ from typing import Any, NoReturn, TypeVar
 import pytest
 
 from .answers import KEPT, Answer
+from .credentials import remember
 from .engine_state import EngineState
 from .exchange import Exchange
 from .features import KNOWN_FEATURES, Features, probe
@@ -42,6 +43,7 @@ class SuiteConfig:
     engines: tuple[str, ...] = ()  # the engines behind base_url (a router), read directly
 
     def __post_init__(self) -> None:
+        remember(self.api_key)  # kept out of every output from the start (`credentials`)
         if not self.stream_deadline:  # the kit's one timeout configuration, from one number
             object.__setattr__(self, "stream_deadline", Timeouts(self.timeout).stream)
         unknown = sorted(self.expect - set(KNOWN_FEATURES))

@@ -146,14 +146,14 @@ def _error_of(reply: Reply) -> tuple[int, str | None, Any]:
 def test_errors_pass_unchanged(tito: Session) -> None:
     engine = _engines(tito)[0]
     cases = [
-        ("an invalid generate", api.GENERATE, api.invalid()),
-        ("an abort without request_ids", api.ABORT, {}),
+        *((what, api.GENERATE, sent) for what, sent in foundations.REJECTED),
+        ("an abort without request_ids", api.ABORT, {"body": {}}),
     ]
-    for what, path, body in cases:
-        direct = engine.post(path, body)
+    for what, path, sent in cases:
+        direct = engine.post(path, **sent)
         if direct.status < 400:
             continue  # the engine accepts it: nothing to pass through
-        routed = tito.client.post(path, body)
+        routed = tito.client.post(path, **sent)
         want, got = _error_of(direct), _error_of(routed)
         if (got[0], got[2]) != (want[0], want[2]) or "json" not in (got[1] or ""):
             fail(

@@ -189,6 +189,7 @@ class Fuzzer:
             seed=self.config.seed,
             case_index=index,
             requirement_ids=requirements_for(check, op_id, group, status, self.facts, stream),
+            stream=stream,
         )
         with self._lock:  # sequences may run side by side
             known = self.findings.get(finding.key)

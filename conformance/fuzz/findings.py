@@ -6,10 +6,13 @@ import os
 from dataclasses import dataclass, field
 from functools import cache
 
+from ..credentials import redact
 from ..requirements import by_id
 from ..requirements.model import FuzzRule
 from .settings import ServerFacts
 
+STREAMED = " (stream) "
+"""Between a finding's operation and its check in its report name: it was found on a stream."""
 GROUPS = ("positive", "negative", "wrong-media-type", "out-of-vocabulary", "stateful")
 
 
@@ -28,6 +31,13 @@ class Finding:
     case_index: int
     requirement_ids: tuple[str, ...] = ()
     occurrences: int = 1
+    stream: bool = False  # the (first) case it was found on asked for a stream
+
+    def __post_init__(self) -> None:
+        """The curl carries the case's headers, the API key among them: `$TITO_API_KEY`
+        instead, as in the suite's reproducers (`credentials`)."""
+        self.curl = redact(self.curl)
+        self.message = redact(self.message)
 
     @property
     def key(self) -> tuple[str, str, str, int | None]:

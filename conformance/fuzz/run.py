@@ -17,7 +17,7 @@ from ..results import CheckResult, Report, ServerInfo, Status, decide
 from .covers import sequence_covers
 from .engine import Fuzzer
 from .expectations import operations
-from .findings import Finding, GroupStats, hash_seed_prefix
+from .findings import STREAMED, Finding, GroupStats, hash_seed_prefix
 from .media import GROUP as MEDIA_GROUP
 from .media import fuzz_media
 from .oov import fuzz_oov
@@ -157,7 +157,8 @@ def to_report(result: FuzzResult) -> Report:
     checks: dict[str, list[CheckResult]] = {}
     for f in result.findings:
         check = CheckResult(
-            name=f"fuzz[{f.group}] {f.label} {f.check}",
+            name=f"fuzz[{f.group}] {f.label}{STREAMED if f.stream else ' '}{f.check}"
+            + (f" (HTTP {f.status})" if f.status is not None else ""),
             status=Status.FAIL,
             message=f"{f.message} ({f.occurrences} case(s))",
             reproducer=f.reproducer,

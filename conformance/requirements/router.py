@@ -81,6 +81,7 @@ REQUIREMENTS = [
         evidence="the header pins a request to a rank; a router that drops it load-balances "
         "a request the engine would reject",
         needs=ROUTED,
+        ground="rank-passes",
         defects=("dp-rank-dropped",),
     ),
     Requirement(
@@ -94,6 +95,7 @@ REQUIREMENTS = [
         source=Source.DERIVED,
         evidence="a router that renames requests leaves the client no id to abort by",
         needs=ROUTED,
+        ground="ids-pass",
         defects=("request-id-rewritten",),
     ),
     Requirement(
@@ -105,6 +107,7 @@ REQUIREMENTS = [
         source=Source.DERIVED,
         evidence="clients tell token-only from text answers by the echo",
         needs=ROUTED,
+        ground="echo-passes",
         defects=("echo-dropped",),
     ),
     Requirement(
@@ -133,6 +136,7 @@ REQUIREMENTS = [
         "into a 502 or plain text breaks it; clients branch on the status and read "
         "error.message",
         needs=ROUTED,
+        ground="errors-pass",
         defects=("error-502", "error-body-plain"),
     ),
     Requirement(
@@ -159,6 +163,7 @@ REQUIREMENTS = [
         source=Source.DERIVED,
         evidence="RL trainers set the label once, through the router, for the whole fleet",
         needs=(*ROUTED, "weight-labels"),
+        ground="labels-reach",
         defects=("weight-update-one-engine",),
     ),
 ]
