@@ -78,7 +78,7 @@ class SimulatedCore(EngineCoreClient):
         self.paused = False
         self.frozen = False
         self.sleeping = False
-        self.weight_version: str | None = None
+        self.weight_version = "default"  # EngineCore's label until one is set
         self.dead: BaseException | None = None
         self._stepper: asyncio.Task[None] | None = None
 
@@ -303,11 +303,24 @@ class SimulatedCore(EngineCoreClient):
     async def set_weight_version_async(self, weight_version: str) -> None:
         self.weight_version = weight_version
 
-    async def get_weight_version_async(self) -> str | None:
+    async def get_weight_version_async(self) -> str:
         return self.weight_version
 
     async def collective_rpc_async(self, method: Any, *_: Any, **__: Any) -> list[Any]:
-        raise NotImplementedError(f"the simulated core has no workers to run {method!r} on")
+        """What the CPU worker answers: no weight transfer engine can be configured on CPU,
+        and the simulated core has no worker to run anything else on."""
+        name = method if isinstance(method, str) else getattr(method, "__name__", repr(method))
+        if "weight" in name:
+            why = (
+                "Weight transfer not configured. "
+                "Please set weight_transfer_config to enable weight transfer."
+            )
+        else:
+            why = f"the simulated core has no worker to run {name!r} on"
+        raise Exception(  # the utility call's failure, as core_client raises it
+            f"Call to collective_rpc method failed: Worker failed with error '{why}', please "
+            "check the stack trace above for the root cause"
+        )
 
     def dp_engines_running(self) -> bool:
         return bool(self.requests)
