@@ -152,6 +152,7 @@ class SimulatedCore(EngineCoreClient):
     def _step(self, req: SimRequest) -> Any:
         params = req.params
         token = self._next_token(req)
+        rank = self._sampled_rank(req, req.rng.getrandbits(32))
         req.out.append(token)
         finish, stop_reason = self._stop(req, token)
         if finish is not None:
@@ -163,7 +164,7 @@ class SimulatedCore(EngineCoreClient):
             [token],
             finish,
             stop_reason=stop_reason,
-            logprobs=self._logprobs(req, token) if params.logprobs is not None else None,
+            logprobs=self._logprobs(req, token, rank) if params.logprobs is not None else None,
             prompt_logprobs=self._prompt_logprobs(req) if first else None,
             prompt_token_id_logprobs=self._prompt_token_id_logprobs(req) if first else None,
         )
@@ -196,31 +197,43 @@ class SimulatedCore(EngineCoreClient):
         return None, None
 
     # -- logprobs --------------------------------------------------------------------------
+    # Each position has a ranking of the vocabulary: the token at rank r is
+    # (anchor + r - 1) % vocab, where the anchor puts the chosen token at its rank. Greedy
+    # tokens rank first; a sampled token's rank is drawn (often first, sometimes far below, as
+    # a random-weight model samples at temperature 1), so a top-k may not contain it.
 
-    def _rank(self, sampled: int, token: int) -> int:
-        """The sampled token ranks first; the others follow it around the vocabulary."""
-        return 1 + (token - sampled) % self.vocab
+    def _sampled_rank(self, req: SimRequest, draw: int) -> int:
+        greedy = req.params.temperature is not None and req.params.temperature < 1e-5
+        return 1 if greedy else self._drawn_rank(draw)
 
-    def _logprob(self, sampled: int, token: int) -> float:
-        return -0.25 - 0.5 * (self._rank(sampled, token) - 1)
+    def _drawn_rank(self, draw: int) -> int:
+        """First half the time, else one of the next 64."""
+        return 1 if draw % 2 == 0 else 2 + (draw >> 1) % min(self.vocab - 1, 64)
 
-    def _row(self, sampled: int, k: int, ids: list[int] | None) -> tuple[list[int], list[float]]:
-        """A sampler row: the sampled token, then the top `k` (or the asked-for `ids`)."""
+    def _row(
+        self, chosen: int, rank: int, k: int, ids: list[int] | None
+    ) -> tuple[list[int], list[float]]:
+        """A sampler row: the chosen token, then the top `k` (or the asked-for `ids`)."""
+        anchor = chosen - (rank - 1)
         if ids is None:
             k = self.vocab if k < 0 else k
-            ids = [(sampled + i) % self.vocab for i in range(k)]
-        top = [sampled, *ids]
-        return top, [self._logprob(sampled, t) for t in top]
+            ids = [(anchor + i) % self.vocab for i in range(k)]
+        top = [chosen, *ids]
+        return top, [-0.25 - 0.5 * ((t - anchor) % self.vocab) for t in top]
 
-    def _logprobs(self, req: SimRequest, token: int) -> Any:
+    def _logprobs(self, req: SimRequest, token: int, rank: int) -> Any:
         params = req.params
         ids = getattr(params, "logprob_token_ids", None)
-        top, values = self._row(token, int(params.logprobs), ids)
+        top, values = self._row(token, rank, int(params.logprobs), ids)
         return LogprobsLists(
             np.array([top], dtype=np.int64),
             np.array([values], dtype=np.float32),
-            np.array([1], dtype=np.int64),
+            np.array([rank], dtype=np.int64),
         )
+
+    def _prompt_rank(self, req: SimRequest, position: int) -> int:
+        """A prompt token's rank under the model: fixed by the prefix, often first."""
+        return self._drawn_rank(_seed_bytes("prompt", req.prompt[: position + 1]))
 
     def _prompt_start(self, req: SimRequest) -> int:
         return int(getattr(req.params, "prompt_logprob_start", None) or 0)
@@ -229,13 +242,17 @@ class SimulatedCore(EngineCoreClient):
         k = req.params.prompt_logprobs
         if k is None:
             return None
-        rows = [self._row(t, int(k), None) for t in req.prompt[self._prompt_start(req) + 1 :]]
+        positions = range(self._prompt_start(req) + 1, len(req.prompt))
+        ranks = [self._prompt_rank(req, p) for p in positions]
+        rows = [
+            self._row(req.prompt[p], r, int(k), None) for p, r in zip(positions, ranks, strict=True)
+        ]
         if not rows:
             return None
         return LogprobsTensors(
             torch.tensor([r[0] for r in rows], dtype=torch.int64),
             torch.tensor([r[1] for r in rows], dtype=torch.float32),
-            torch.ones(len(rows), dtype=torch.int64),
+            torch.tensor(ranks, dtype=torch.int64),
         )
 
     def _prompt_token_id_logprobs(self, req: SimRequest) -> Any:
@@ -243,10 +260,14 @@ class SimulatedCore(EngineCoreClient):
         if rows is None:
             return None
         start = self._prompt_start(req)
-        scores = [
-            [float("-inf") if int(t) < 0 else self._logprob(target, int(t)) for t in row]
-            for row, target in zip(rows, req.prompt[start + 1 :], strict=False)
-        ]
+        scores = []
+        for position, row in zip(range(start + 1, len(req.prompt)), rows, strict=False):
+            ids = [int(t) for t in row]
+            rank = self._prompt_rank(req, position)
+            _, values = self._row(req.prompt[position], rank, 0, [max(t, 0) for t in ids])
+            scores.append(
+                [float("-inf") if t < 0 else v for t, v in zip(ids, values[1:], strict=True)]
+            )
         return torch.tensor(scores, dtype=torch.float32)
 
     def _output(self, request_id: str, tokens: list[int], finish: Any, **extra: Any) -> Any:
