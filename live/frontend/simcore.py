@@ -285,6 +285,9 @@ class SimulatedCore(EngineCoreClient):
         return ("generate",)
 
     async def pause_generation_async(self, mode: str = "abort", **_: Any) -> None:
+        """abort and wait reject new requests from the start (503 on 0.33+); keep queues them."""
+        self.paused = True
+        self.frozen = mode == "keep"
         if mode == "abort":
             ids = list(self.requests)
             self.requests.clear()
@@ -293,8 +296,6 @@ class SimulatedCore(EngineCoreClient):
         elif mode == "wait":
             while self.requests:
                 await asyncio.sleep(TOKEN_MS / 1000.0)
-        self.paused = True
-        self.frozen = mode == "keep"
 
     async def resume_scheduler_async(self) -> None:
         self.paused = self.frozen = False
