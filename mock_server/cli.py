@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 FLEET_FLAGS = ("--engines", "--router", "--router-defect", "--engine-api-key")
+REAL_FRONTEND = "--real-frontend"
+"""vLLM's own server over a simulated core: the kit's live part answers it (an entry point of
+`tito_mock.commands`, so the mock never imports it)."""
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if any(a.split("=", 1)[0] in FLEET_FLAGS for a in args):
         return fleet_main(args)
+    if any(a.split("=", 1)[0] == REAL_FRONTEND for a in args):
+        return real_frontend_main(args)
     from mock_server.config import parse_args
 
     config = parse_args(args)
@@ -38,6 +44,17 @@ def main(argv: list[str] | None = None) -> int:
     app.state.mock.on_fatal.append(fatal)
     server.run()
     return 1 if app.state.mock.engine.dead else 0
+
+
+def real_frontend_main(args: list[str]) -> int:
+    from importlib.metadata import entry_points
+
+    found = [ep for ep in entry_points(group="tito_mock.commands") if ep.name == "real-frontend"]
+    if not found:
+        print("tito-mock: --real-frontend needs the kit's live part installed", file=sys.stderr)
+        return 2
+    command: Callable[[list[str]], int] = found[0].load()
+    return command(args)
 
 
 def _fleet_parser() -> argparse.ArgumentParser:
