@@ -29,8 +29,18 @@ class SlowReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        done = asyncio.run_coroutine_threadsafe(self._close_all(), self._loop)
+        done.result(5)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
+        self._loop.close()
+
+    async def _close_all(self) -> None:
+        """Cancel every relayed connection and wait for them: none is left pending."""
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self._loop)
@@ -68,11 +78,12 @@ class SlowReader:
         tasks = [asyncio.ensure_future(t()) for t in (pump_up, drain_down, slow_down)]
         try:
             await tasks[2]
-        except OSError:
+        except (OSError, asyncio.CancelledError):  # closed, or the relay is shutting down
             pass
         finally:
             for task in tasks:
                 task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
             up_w.close()
 
 
