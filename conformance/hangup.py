@@ -13,8 +13,8 @@ request and after the hang-up:
 - it ended before the client could hang up -> tried again with a longer request (`plans`),
   then a skip of kind `limit` (`OutOfReach`), never a failure.
 
-A non-streamed request whose first token takes long is hung up on during that wait, when it
-surely runs and has not ended; a fast one, soon after its first token is due.
+A request whose first token takes long is hung up on during that wait, when it surely runs and
+has not ended (a stream once its headers came); a fast one, soon after its first token.
 """
 
 from __future__ import annotations
@@ -73,10 +73,16 @@ def hang_up(s: Session, stream: bool, what: str) -> None:
 
 
 def _stream_away(s: Session, body: dict[str, object]) -> float:
-    """Read a stream to its first token and hang up; when that token came."""
+    """Open a stream and hang up: inside a slow first-token wait (`WAIT_SHARE` of it, once the
+    server answered with the stream's headers: it surely runs and has not ended), else after
+    its first token; when the client hung up."""
     started = time.monotonic()
+    ttft = s.limits.ttft_s or 0.0
     with s.client.stream(api.GENERATE, body) as st:
-        api.read_stream(st, stop_after_tokens=1, s=s)
+        if ttft >= SLOW_FIRST_TOKEN_S and st.status == 200:
+            time.sleep(max(0.0, WAIT_SHARE * ttft - (time.monotonic() - started)))
+        else:
+            api.read_stream(st, stop_after_tokens=1, s=s)
         return time.monotonic() - started
 
 
