@@ -78,7 +78,7 @@ def test_live_profiles_are_the_registrys() -> None:
 def test_every_backend_starts_the_registry_flags(kind: str, name: str) -> None:
     profile = ALL_PROFILES[name]
     backend = Backend(kind, "m", extra_args=("--extra",))
-    if kind == "cpu" and profile.gpu_only:
+    if kind in ("cpu", "frontend") and profile.gpu_only:
         with pytest.raises(ValueError, match="GPU"):
             backend.argv(profile, 1)
         return

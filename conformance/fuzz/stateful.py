@@ -173,6 +173,8 @@ def generate_then_abort(fz: Fuzzer, examples: int) -> None:
             def not_aborted(status: int, message: str, sent: Any = sent) -> None:
                 _fail(fz, "generate", sent, "abort_in_flight", status, message, index, "ABORT-002")
 
+            if out.error and out.status == 200:  # the client's read broke (a busy client's
+                return  # socket error is no statement of the server's: `proof`)
             if out.error or out.status != 200:
                 if out.error:
                     not_aborted(out.status, out.error)
