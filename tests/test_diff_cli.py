@@ -153,3 +153,29 @@ def test_out_of_vocabulary_never_sent_to_tokens_only() -> None:
         tokens = case.body.get("token_ids") if isinstance(case.body, dict) else None
         if isinstance(tokens, list) and any(isinstance(t, int) and t >= 2048 for t in tokens):
             assert not case.profiles & {"tokens-only", "tokens-only-api-key"}, case.name
+
+
+def test_whole_context_cases_get_a_streams_deadline() -> None:
+    """A case that may generate the whole context (~4,000 tokens on a real vLLM on CPU, 5-10 ms
+    each) waits the stream deadline (3x), not one request's: CI's vllm-cpu ran past 30 s."""
+    from conformance.diff.send import Target, send
+
+    long = {c.name for c in CORPUS if c.long}
+    assert {"max-tokens-over-context", "default-max-tokens"} <= long
+    seen: dict[str, float | None] = {}
+
+    class Recording:
+        timeout, stream_deadline = 30.0, 90.0
+
+        def request(self, method: str, path: str, **how: object) -> object:
+            seen[path + str(how.get("content"))] = how.get("timeout")  # type: ignore[assignment]
+            raise RuntimeError("recorded")
+
+    target = Target("http://127.0.0.1:9")
+    target._client = Recording()  # type: ignore[assignment]
+    for case in CORPUS:
+        if case.abort is None:
+            seen.clear()
+            with pytest.raises(RuntimeError):
+                send(case, target)
+            assert list(seen.values()) == [90.0 if case.long else None], case.name

@@ -20,6 +20,7 @@ DISABLED = profiles_with("disabled")
 KEYED = profiles_with("api-key")
 EVERY = SERVED | DISABLED
 PROFILES = tuple(sorted(EVERY))
+LONG_TOKENS = 256
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,17 @@ class Case:
     @property
     def stream(self) -> bool:
         return isinstance(self.body, dict) and self.body.get("stream") is True
+
+    @property
+    def long(self) -> bool:
+        """A generate that may run to the end of the context (no `max_tokens`, or more than
+        `LONG_TOKENS`): on a real vLLM on two CPU cores that is ~4,000 tokens at 5-10 ms each,
+        so it gets a stream's deadline, not a quick answer's (as the suite scales its waits)."""
+        params = self.body.get("sampling_params") if isinstance(self.body, dict) else None
+        if self.path != GENERATE or not isinstance(params, dict):
+            return False
+        tokens = params.get("max_tokens")
+        return not isinstance(tokens, int) or tokens > LONG_TOKENS
 
     def applies_to(self, profile: str) -> bool:
         return profile in self.profiles

@@ -74,7 +74,10 @@ def _send(case: Case, target: Target) -> Answer:
     headers, content = _headers(case, target), _content(case)
     client = target.client
     if case.abort is None:
-        reply = client.request(case.method, case.path, content=content, headers=headers, auth=False)
+        deadline = client.stream_deadline if case.long else None
+        reply = client.request(
+            case.method, case.path, content=content, headers=headers, auth=False, timeout=deadline
+        )
         return Answer.from_reply(reply)
     if case.stream:
         return _abort_stream(case, target, headers, content)
