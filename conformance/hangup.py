@@ -72,15 +72,22 @@ def hang_up(s: Session, stream: bool, what: str) -> None:
     )
 
 
+def _in_first_token_wait(s: Session) -> float | None:
+    """When to hang up inside the first-token wait (`WAIT_SHARE` of it), for a server whose
+    first token is slow (`SLOW_FIRST_TOKEN_S`); None when it is too fast to aim inside."""
+    ttft = s.limits.ttft_s or 0.0
+    return WAIT_SHARE * ttft if ttft >= SLOW_FIRST_TOKEN_S else None
+
+
 def _stream_away(s: Session, body: dict[str, object]) -> float:
     """Open a stream and hang up: inside a slow first-token wait (`WAIT_SHARE` of it, once the
     server answered with the stream's headers: it surely runs and has not ended), else after
     its first token; when the client hung up."""
     started = time.monotonic()
-    ttft = s.limits.ttft_s or 0.0
+    inside = _in_first_token_wait(s)
     with s.client.stream(api.GENERATE, body) as st:
-        if ttft >= SLOW_FIRST_TOKEN_S and st.status == 200:
-            time.sleep(max(0.0, WAIT_SHARE * ttft - (time.monotonic() - started)))
+        if inside is not None and st.status == 200:
+            time.sleep(max(0.0, inside - (time.monotonic() - started)))
         else:
             api.read_stream(st, stop_after_tokens=1, s=s)
         return time.monotonic() - started
@@ -94,10 +101,9 @@ def _whole_away(s: Session, body: dict[str, object], plan: Plan) -> float | None
     the hang-up's planned time (None: it was answered first)."""
     ttft = s.limits.ttft_s or 0.0
     itl = s.limits.itl_s or 0.0
-    if ttft >= SLOW_FIRST_TOKEN_S:
-        wait = WAIT_SHARE * ttft
-    else:
-        wait = max(HANG_UP_S, 1.5 * ttft + min(5 * itl, 0.25 * itl * plan.max_tokens))
+    wait = _in_first_token_wait(s) or max(
+        HANG_UP_S, 1.5 * ttft + min(5 * itl, 0.25 * itl * plan.max_tokens)
+    )
     client = Client(s.client.base_url, s.client.api_key, timeout=wait)
     try:
         client.post(api.GENERATE, body)

@@ -28,7 +28,6 @@ observed bodies): `timeline` (what an attempt saw, and the rule), `plans` (the a
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -63,6 +62,7 @@ from .timeline import (
     REPEAT_EVERY_S,
     Outcome,
     Timeline,
+    completed_in,
     first_request_id,
     ids_for,
     token_count,
@@ -216,17 +216,8 @@ def fastest(s: Session, plan: Plan) -> float | None:
     timeout = s.timeout_for(plan.max_tokens)
 
     def sample() -> float | None:
-        rid = s.rid("fastest")
-        started = time.monotonic()
-        try:
-            reply = s.client.post(GENERATE, payload(alone, False, rid), timeout=timeout)
-            took = time.monotonic() - started
-            data = reply.json() if reply.status == 200 else None
-            data = data if isinstance(data, dict) else None
-        except (ServerBroke, AssertionError):
-            return None
-        whole = Timeline(alone.max_tokens, rid, n=alone.n, body=data if data else {})
-        return took if whole.ran_to_end() else None
+        body = payload(alone, False, s.rid("fastest"))
+        return completed_in(s.client, body, alone, timeout=timeout)
 
     return s.remember("fastest", Fastest).of(alone, sample)
 

@@ -22,7 +22,6 @@ server or a loaded client, reading is the slow part.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Hashable, Iterable
 from enum import StrEnum
 
@@ -71,13 +70,6 @@ class Fastest:
         """The fastest completion of every shape sampled so far."""
         with self._lock:
             return {shape: min(found) for shape, found in self._times.items() if found}
-
-
-def timed(send: Callable[[], bool]) -> float | None:
-    """How long `send` took, or None when it says the request did not complete."""
-    started = time.monotonic()
-    done = send()
-    return time.monotonic() - started if done else None
 
 
 def bound_proof(

@@ -7,14 +7,17 @@ abort sequence and the hang-ups alike."""
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from .http import Reply, sse_data
+from .http import Client, Reply, ServerBroke, Unsendable, sse_data
 
 if TYPE_CHECKING:
     from .plans import Plan
+
+GENERATE = "/inference/v1/generate"
 
 REPEAT_EVERY_S = 0.1
 """The longest gap between repeats of an action on a non-streamed request."""
@@ -157,3 +160,19 @@ def first_request_id(raw: bytes) -> str | None:
 
 def token_count(chunk: dict[str, Any]) -> int:
     return sum(len(c.get("token_ids") or []) for c in chunk.get("choices") or [])
+
+
+def completed_in(client: Client, body: dict[str, Any], plan: Plan, **how: Any) -> float | None:
+    """One sample of `proof.Fastest`: the seconds from sending `body` (non-streamed, `plan`'s
+    request) to its whole answer, or None unless it ran to its end (an abort, a short answer,
+    an error or no answer tells nothing of how fast the whole request completes)."""
+    started = time.monotonic()
+    try:
+        reply = client.post(GENERATE, body, **how)
+        took = time.monotonic() - started
+        data = reply.json() if reply.status == 200 else None
+    except (ServerBroke, Unsendable):
+        return None
+    body_seen = data if isinstance(data, dict) else {}
+    whole = Timeline(plan.max_tokens, "", n=plan.n, body=body_seen)
+    return took if body_seen and whole.ran_to_end() else None

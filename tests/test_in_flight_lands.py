@@ -85,7 +85,12 @@ def test_blockers_keep_the_queue_full_for_the_whole_block() -> None:
         try:
             with blockers(client, Plan(60, 1, 20, 6), "held", 30.0):
                 time.sleep(0.5)  # a hundred times longer than the first six take
-                waiting = _waiting(client)
-            assert waiting >= 1, f"no request waits 0.5 s into the block: {waiting}"
+                seen = []  # a loaded test machine may catch the resends between two reads
+                for _ in range(20):
+                    seen.append(_waiting(client))
+                    if seen[-1] >= 1:
+                        break
+                    time.sleep(0.1)
+            assert max(seen) >= 1, f"no request waits 0.5-2.5 s into the block: {seen}"
         finally:
             client.close()

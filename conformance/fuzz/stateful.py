@@ -11,11 +11,11 @@ from schemathesis import GenerationMode
 
 from ..outputs import lean
 from ..plans import Plan, plans_for, stream_deadline
-from ..proof import bound_proof, timed
-from ..timeline import Timeline
+from ..proof import bound_proof
+from ..timeline import completed_in
 from .checks import RawBody, framing_problem, stream_payloads
 from .engine import Fuzzer
-from .inflight import GENERATE, Outcome, stream_then_abort
+from .inflight import Outcome, stream_then_abort
 
 GROUP = "stateful"
 
@@ -105,18 +105,7 @@ def _fastest(fz: Fuzzer, body: dict[str, Any], headers: dict[str, str], plan: Pl
     whole.pop("stream_options", None)
 
     def sample() -> float | None:
-        def send() -> bool:
-            try:
-                reply = fz.client.post(GENERATE, whole, headers=headers, auth=False)
-                data = reply.json() if reply.status == 200 else None
-            except Exception:
-                return False
-            line = Timeline(
-                plan.max_tokens, "", n=plan.n, body=data if isinstance(data, dict) else {}
-            )
-            return reply.status == 200 and line.ran_to_end()
-
-        return timed(send)
+        return completed_in(fz.client, whole, plan, headers=headers, auth=False)
 
     return fz.fastest.of(plan, sample)
 
