@@ -87,6 +87,7 @@ class ServerInfo:
     limits_text: str = ""
     engines: list[str] = field(default_factory=list)  # behind base_url (a router), if known
     router: str | None = None  # the router at base_url, by name and version, where known
+    build: str | None = None  # how the server was run, where the run knows it (live backends)
 
 
 @dataclass

@@ -74,6 +74,7 @@ def run_profile(
     finally:
         progress.clear()
     run.duration_s = round(time.monotonic() - t0, 2)
+    run.report.server.build = backend.build
     run.timings |= {
         "start_s": server.timings.starts_s,
         "warmup_s": server.timings.warmup_s,

