@@ -104,7 +104,11 @@ def stream_acting(
             try:
                 act(line, action, now, reader if early else None, own_id)
             finally:
-                reader.join(deadline)
+                # Unbounded: the reader stops itself (the stream's deadline, one read's
+                # timeout). Closing the stream under a live reader races the two threads
+                # over its connection, which the pool may already have handed to the next
+                # request (seen in CI: that request's read failed with EBADF).
+                reader.join()
             if failure:
                 raise failure[0]
         finally:

@@ -9,6 +9,7 @@ failure of the check with a readable message; the suite itself never hangs or cr
 from __future__ import annotations
 
 import codecs
+import errno
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -30,6 +31,26 @@ EVENT_BYTES = 1024
 class Unsendable(ValueError):
     """The request itself cannot go on the wire (an HTTP/1.1 client refuses it: a header value
     with a control character, say): nothing was sent, so there is no answer to judge."""
+
+
+class ClientBroke(RuntimeError):
+    """The client's own socket failed under it (closed: EBADF, ENOTSOCK): no statement of the
+    server's, so never a FAIL; the harness broke, and the report says so."""
+
+
+LOCAL_ERRNOS = frozenset({errno.EBADF, errno.ENOTSOCK})
+
+
+def local_fault(exc: BaseException) -> bool:
+    """Whether a transport error is the client's own (its socket closed under it)."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # httpx -> httpcore -> OSError
+        if seen is None:
+            return False
+        if isinstance(seen, OSError) and seen.errno in LOCAL_ERRNOS:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 class ServerBroke(AssertionError):
@@ -82,9 +103,12 @@ def _event(exchange: Exchange, data: str) -> str:
 
 def _cut_off(
     exchange: Exchange, exc: httpx.HTTPError, on_stall: Callable[[], None] = lambda: None
-) -> ServerBroke:
+) -> ServerBroke | ClientBroke:
     """The ServerBroke of a stream whose transport failed mid-read, recorded on the exchange
     (sync and async alike); a read timeout is a stall, told to `on_stall`."""
+    if local_fault(exc):
+        exchange.error = f"the client's socket failed: {exc}"
+        return ClientBroke(f"the client's own socket failed mid-stream (not the server): {exc}")
     if isinstance(exc, httpx.TimeoutException):
         on_stall()
         exchange.error = "read timed out mid-stream"

@@ -14,7 +14,15 @@ from typing import Any, TypedDict
 
 import httpx
 
-from .bounded import EVENT_BYTES, MAX_BODY, MAX_EVENTS, ServerBroke, Unsendable
+from .bounded import (
+    EVENT_BYTES,
+    MAX_BODY,
+    MAX_EVENTS,
+    ClientBroke,
+    ServerBroke,
+    Unsendable,
+    local_fault,
+)
 from .credentials import remember
 from .exchange import Exchange, dumps, stated_error
 from .sse import is_event_stream
@@ -198,12 +206,20 @@ class Sender:
         if isinstance(exc, ServerBroke):
             exchange.error = str(exc)
             return exc
+        if local_fault(exc):
+            exchange.error = f"the client's socket failed: {exc}"
+            return ClientBroke(f"{what}: the client's own socket failed (not the server): {exc}")
         self._note(False)
         exchange.error = f"{type(exc).__name__}: {exc}"
         return ServerBroke(f"{what}: {type(exc).__name__}: {exc}")
 
-    def _stream_failed(self, exchange: Exchange, what: str, exc: httpx.HTTPError) -> ServerBroke:
+    def _stream_failed(
+        self, exchange: Exchange, what: str, exc: httpx.HTTPError
+    ) -> ServerBroke | ClientBroke:
         """The ServerBroke of a stream that could not be opened or read (recorded)."""
+        if local_fault(exc):
+            exchange.error = f"the client's socket failed: {exc}"
+            return ClientBroke(f"{what}: the client's own socket failed (not the server): {exc}")
         if isinstance(exc, httpx.TimeoutException):
             self._note(True)
             exchange.error = f"no answer within {self.timeout:g} s"

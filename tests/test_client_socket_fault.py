@@ -1,0 +1,48 @@
+"""A socket the client's own threads closed under a request is no statement of the server's:
+the request ends as a harness error (`ClientBroke`), never as a FAIL (`ServerBroke`)."""
+
+from __future__ import annotations
+
+import errno
+
+import httpx
+import pytest
+
+from conformance.bounded import ClientBroke, ServerBroke, local_fault
+from conformance.http import Client
+
+URL = "http://tito.test"
+
+
+def _read_error(code: int) -> httpx.ReadError:
+    """What httpx raises for a socket error: the OSError kept as its cause."""
+    try:
+        try:
+            raise OSError(code, "socket error")
+        except OSError as cause:
+            raise httpx.ReadError(f"[Errno {code}]") from cause
+    except httpx.ReadError as exc:
+        return exc
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [(errno.EBADF, ClientBroke), (errno.ENOTSOCK, ClientBroke), (errno.ECONNRESET, ServerBroke)],
+)
+def test_only_the_clients_own_socket_faults_are_harness_errors(
+    code: int, expected: type[Exception], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: httpx.HTTPTransport, request: httpx.Request) -> httpx.Response:
+        raise _read_error(code)
+
+    monkeypatch.setattr(httpx.HTTPTransport, "handle_request", broken)
+    client = Client(URL, timeout=2.0)
+    try:
+        with pytest.raises(expected) as raised:
+            client.post("/v1/chat/completions/derender", {"x": 1})
+        with pytest.raises(expected), client.stream("/inference/v1/generate", {"x": 1}):
+            pass
+    finally:
+        client.close()
+    assert isinstance(raised.value, AssertionError) is (expected is ServerBroke)
+    assert local_fault(_read_error(code)) is (expected is ClientBroke)
