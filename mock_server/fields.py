@@ -1,4 +1,5 @@
-"""Fields of a choice computed from its tokens: weight_versions spans and routed_experts."""
+"""Fields computed from the tokens: a choice's weight_versions spans and routed_experts, and the
+`usage` object every answer carries."""
 
 from __future__ import annotations
 
@@ -7,6 +8,19 @@ import struct
 from typing import Any
 
 from mock_server.sequence import TokenRecord
+
+
+def usage(prompt: int, completion: int, details: tuple[str, ...] = ()) -> dict[str, Any]:
+    """vLLM's UsageInfo as dumped: the counts, then the null detail keys the dump keeps
+    (`Release.usage_details`; none where it drops nulls, as streamed usage chunks do)."""
+    out: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "total_tokens": prompt + completion,
+        "completion_tokens": completion,
+    }
+    for key in details:
+        out[key] = None
+    return out
 
 
 def weight_spans(records: list[TokenRecord]) -> list[dict[str, Any]]:

@@ -128,7 +128,7 @@ def openai_routes(state: AppState) -> list[Route]:
         call = _prepare(state, rendered, body, chat)
         engine.received += 1
         mark = fingerprint(call.model, cfg.release.version)
-        answer = Answer(tok, call.rid, call.model, mark, call.logprobs)
+        answer = Answer(tok, call.rid, call.model, mark, call.logprobs, cfg.release)
         if call.requests and call.requests[0].stream:
             jobs = _jobs(engine, call)
             chunks = chat_chunks if chat else completion_chunks

@@ -64,10 +64,16 @@ _RENDER_031 = (
     "kv_transfer_params", "ec_transfer_params",
 )  # fmt: skip
 _RENDER_030 = (*_RENDER_031[:2], "assistant_tokens_mask", *_RENDER_031[2:])
-_MESSAGE_033 = (
+_RENDER_032 = (
+    *_RENDER_031[:7], "reasoning_ended", "reasoning_parser_kwargs", "return_token_ids",
+    "output_mode", *_RENDER_031[8:],
+)  # fmt: skip
+_RENDER_033 = (*_RENDER_032[:11], "parse_context", *_RENDER_032[11:])
+_USAGE_DETAILS = ("prompt_tokens_details", "completion_tokens_details")
+_MESSAGE_032 = (
     "role", "content", "refusal", "annotations", "audio", "function_call", "reasoning",
 )  # fmt: skip
-"""`ChatMessage` as 0.33 dumps it (`tool_calls` popped when empty); 0.34 drops a null
+"""`ChatMessage` as 0.32 and 0.33 dump it (`tool_calls` popped when empty); 0.34 drops a null
 `annotations` (`exclude_if`)."""
 _PARSE_CONTEXT_033 = (
     "tools", "tool_choice", "parallel_tool_calls", "include_reasoning", "chat_template_kwargs",
@@ -86,13 +92,18 @@ class Release:
 
     version: str
     logprobs_format: str = "integer"  # "legacy": `"token": "token_id:N"`, no rank
+    top_logprobs_cut: bool = True  # tokens/text top_logprobs cut to max(k, 1); False: uncut
+    usage_details: tuple[str, ...] = _USAGE_DETAILS  # the null detail keys a usage carries
     abort_route: bool = True  # POST /inference/v1/abort_requests
     gated: bool = True  # without the flags: 403 (True) or the routes are not registered
     unknown_fields: tuple[str, ...] = ()  # generate fields it ignores (pydantic extra=ignore)
     unknown_sampling: tuple[str, ...] = ()  # sampling_params fields it ignores
     flat_prompt_logprob_ids: bool = False  # prompt_logprob_token_ids is list[int] (0.31)
-    render_keys: tuple[str, ...] = ()  # the rendered GenerateRequest's keys, in order; () = 0.32's
+    render_keys: tuple[str, ...] = _RENDER_032  # the rendered GenerateRequest's keys, in order
+    render_max_tokens_stated: bool = False  # a max_tokens of 16 is sent (last), not left out
+    render_echo: tuple[str, ...] = ()  # request fields render copies over (0.33: return_token_ids)
     tokens_only_stop: str = TOKENS_ONLY_STOP
+    empty_tools_rejected: bool = True  # chat `tools: []` is a 400; False: read as no tools
     derender_legacy: bool = False  # derender reads the legacy logprob shape only
     body_keys: tuple[str, ...] = _BODY_032
     choice_keys: tuple[str, ...] = _CHOICE_032
@@ -100,7 +111,9 @@ class Release:
     rewrites: tuple[str, ...] = ()
     output_modes: tuple[str, ...] = ("tokens", "text")  # GenerateRequest.output_mode's Literal
     derender_stream: bool = False  # output_mode "derender" with stream (0.34); else a 400
-    message_keys: tuple[str, ...] = ()  # the derender answer's `message`, in dump order
+    message_keys: tuple[str, ...] = _MESSAGE_032  # a derender answer's `message`, in dump order
+    choice_nulls: tuple[str, ...] = ()  # OpenAI-shaped choices end with (0.33: weight_versions)
+    chunk_nulls: tuple[str, ...] = ()  # and their chunks (0.33: kv_transfer_params)
     new_fields: tuple[str, ...] = ()  # generate fields 0.32 does not know (`parse_context`)
     parse_context_keys: tuple[str, ...] = ()  # ParseContext's fields; others: extra
 
@@ -138,8 +151,6 @@ class Release:
 
     def rendered(self, request: dict[str, Any]) -> dict[str, Any]:
         """A rendered GenerateRequest with the release's keys, in its order (absent: null)."""
-        if not self.render_keys:
-            return request
         return {key: request.get(key) for key in self.render_keys}
 
     def derender_input(self, body: Any) -> Any:
@@ -229,8 +240,12 @@ RELEASES: dict[str, Release] = {
     "0.32": Release("0.32.0"),
     "0.33": Release(
         "0.33.0",
+        top_logprobs_cut=False,
+        render_keys=_RENDER_033,
+        render_echo=("return_token_ids",),
         output_modes=("tokens", "text", "derender"),
-        message_keys=_MESSAGE_033,
+        choice_nulls=("weight_versions",),
+        chunk_nulls=("kv_transfer_params",),
         new_fields=("parse_context",),
         parse_context_keys=_PARSE_CONTEXT_033,
     ),
@@ -238,8 +253,11 @@ RELEASES: dict[str, Release] = {
 RELEASES["0.34"] = replace(
     RELEASES["0.33"],
     version="0.34.0",
+    empty_tools_rejected=False,
+    render_max_tokens_stated=True,
+    usage_details=_USAGE_DETAILS[1:],  # UsageInfo.prompt_tokens_details: exclude_if None
     derender_stream=True,
-    message_keys=tuple(k for k in _MESSAGE_033 if k != "annotations"),
+    message_keys=tuple(k for k in _MESSAGE_032 if k != "annotations"),
     parse_context_keys=(
         *_PARSE_CONTEXT_033[:4],
         "return_tokens_as_token_ids",
