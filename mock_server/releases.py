@@ -95,6 +95,7 @@ class Release:
     top_logprobs_cut: bool = True  # tokens/text top_logprobs cut to max(k, 1); False: uncut
     usage_details: tuple[str, ...] = _USAGE_DETAILS  # the null detail keys a usage carries
     abort_route: bool = True  # POST /inference/v1/abort_requests
+    abort_model: bool = False  # its body is pydantic's AbortRequestsRequest (0.34)
     gated: bool = True  # without the flags: 403 (True) or the routes are not registered
     unknown_fields: tuple[str, ...] = ()  # generate fields it ignores (pydantic extra=ignore)
     unknown_sampling: tuple[str, ...] = ()  # sampling_params fields it ignores
@@ -253,6 +254,7 @@ RELEASES: dict[str, Release] = {
 RELEASES["0.34"] = replace(
     RELEASES["0.33"],
     version="0.34.0",
+    abort_model=True,
     empty_tools_rejected=False,
     render_max_tokens_stated=True,
     usage_details=_USAGE_DETAILS[1:],  # UsageInfo.prompt_tokens_details: exclude_if None

@@ -222,6 +222,46 @@ async def test_derender_choices_end_with_weight_versions(version: str) -> None:
     assert ("annotations" in message) is (version != "0.34")
 
 
+# -- the abort body (0.34) ------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("body", "errors", "param"),
+    [
+        ({}, ["missing"], "body.request_ids"),
+        ({"request_ids": [1]}, ["string_type", "string_type"], "body.request_ids"),
+        ({"request_ids": None}, ["string_type", "list_type"], "body.request_ids"),
+        ("x", ["model_type"], "body"),
+    ],
+)
+async def test_034_validates_the_abort_body(body: Any, errors: list[str], param: str) -> None:
+    for path, flags in ((ABORT, SO), ("/abort_requests", ["--tokens-only"])):
+        async with asgi_client([*flags, "--mock-vllm-version", "0.34"]) as client:
+            r = await client.post(path, json=body)
+        error = r.json()["error"]
+        assert r.status_code == 400 and error["type"] == "Bad Request", r.text
+        assert error["param"] == param
+        found = [part.split("'")[0] for part in error["message"].split("'type': '")[1:]]
+        assert found == errors, error["message"]
+
+
+@pytest.mark.parametrize("version", ["0.32", "0.33"])
+async def test_before_034_a_missing_request_ids_is_the_handler_s_400(version: str) -> None:
+    async with asgi_client(argv(version)) as client:
+        missing = await client.post(ABORT, json={})
+        ints = await client.post(ABORT, json={"request_ids": [1]})
+    assert missing.json()["error"]["message"] == "Missing 'request_ids' in request body"
+    assert missing.json()["error"]["param"] is None
+    assert ints.status_code == 200
+
+
+@pytest.mark.parametrize(
+    "body", [{"request_ids": ["a"]}, {"request_ids": "a"}, {"request_ids": []}]
+)
+async def test_034_still_takes_string_ids(body: dict[str, Any]) -> None:
+    async with asgi_client(argv("0.34")) as client:
+        r = await client.post(ABORT, json=body)
+    assert r.status_code == 200 and r.content == b""
+
+
 # -- what the suite makes of it ------------------------------------------------------------
 def suite(
     version: str, profile: str, defects: tuple[str, ...] = (), ids: tuple[str, ...] = ()
@@ -247,6 +287,16 @@ def test_the_suite_judges_the_mock_as_the_release(version: str) -> None:
     verdict = deviations.judge(report, deviations.for_version(deviations.load(), f"{version}.0"))
     assert verdict.ok, (verdict.unexpected, verdict.stale, verdict.harness_error)
     assert failed(report) == ["LOGP-008"] and report.server.version == f"{version}.0"
+
+
+def test_abort_checks_judge_034_right_and_still_catch_the_defect() -> None:
+    """0.34's pydantic 400s meet ABORT-005/006 as the handler's did; a server that takes a
+    body without request_ids still fails ABORT-005 on the 0.34 wire."""
+    ids = ("ABORT-005", "ABORT-006")
+    assert not failed(suite("0.34", "scale-out", ids=ids))
+    assert failed(suite("0.34", "scale-out", ("abort-missing-ids-200",), ids)) == ["ABORT-005"]
+    legacy = suite("0.34", "tokens-only", ids=("ABORT-007",))
+    assert not failed(legacy)
 
 
 def test_logp_008_still_fails_on_its_defect() -> None:
