@@ -79,8 +79,9 @@ class Builder:
         keys = self.cfg.release.usage_details if details else ()
         return usage(len(self.req.token_ids), completion, keys)
 
-    def full(self, prompt_logprobs: Any) -> dict[str, Any]:
-        """The non-streamed body, output defects applied."""
+    def full(self, prompt_logprobs: Any, prompt_scores: str | None = None) -> dict[str, Any]:
+        """The non-streamed body, output defects applied; `prompt_scores`: the base64 `.npy`
+        of prompt_logprob_token_ids (0.34)."""
         choices = []
         total = 0
         for seq in self.job.sequences:
@@ -100,7 +101,7 @@ class Builder:
             "created": self.created,
             "usage": self.usage(total),
             "prompt_logprobs": prompt_logprobs,
-            "prompt_token_id_logprobs": None,
+            "prompt_token_id_logprobs": prompt_scores,
             "prompt_token_ids": list(self.req.token_ids) if self.req.return_token_ids else None,
             "mm_placeholders": None,
             "metrics": None,

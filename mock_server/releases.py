@@ -105,6 +105,8 @@ class Release:
     render_echo: tuple[str, ...] = ()  # request fields render copies over (0.33: return_token_ids)
     tokens_only_stop: str = TOKENS_ONLY_STOP
     empty_tools_rejected: bool = True  # chat `tools: []` is a 400; False: read as no tools
+    rules_off: tuple[str, ...] = ()  # rows of 0.32's validate table it does not run
+    rules_on: tuple[str, ...] = ()  # rows it runs that 0.32 does not (`validation.OPTIONAL`)
     derender_legacy: bool = False  # derender reads the legacy logprob shape only
     body_keys: tuple[str, ...] = _BODY_032
     choice_keys: tuple[str, ...] = _CHOICE_032
@@ -121,6 +123,13 @@ class Release:
     @property
     def short(self) -> str:
         return self.version.rsplit(".", 1)[0]
+
+    def rules(self, rules: frozenset[str]) -> frozenset[str]:
+        """The validate table's rows in force (`rules`, a defect's set) as this release runs
+        them."""
+        if not (self.rules_off or self.rules_on):
+            return rules
+        return rules - frozenset(self.rules_off) | frozenset(self.rules_on)
 
     def stop_error(self) -> ApiError:
         """The 400 of a tokens-only server given stop strings (0.30: SamplingParams' text, as
@@ -257,6 +266,13 @@ RELEASES["0.34"] = replace(
     abort_model=True,
     empty_tools_rejected=False,
     render_max_tokens_stated=True,
+    # prompt_logprob_token_ids scored (no V2 runner check), prompt_logprob_start with either
+    rules_off=("prompt_logprob_token_ids.v2_runner", "prompt_logprob_start.needs_ids"),
+    rules_on=(
+        "prompt_logprob_token_ids.rows",
+        "prompt_logprob_start.needs_either",
+        "prompt_logprob_start.in_prompt",
+    ),
     usage_details=_USAGE_DETAILS[1:],  # UsageInfo.prompt_tokens_details: exclude_if None
     derender_stream=True,
     message_keys=tuple(k for k in _MESSAGE_032 if k != "annotations"),

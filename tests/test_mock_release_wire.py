@@ -6,7 +6,10 @@ of it. 0.32, the default, answers exactly as before (test_mock_releases.py).
 
 from __future__ import annotations
 
+import base64
 import json
+import math
+import struct
 from typing import Any
 
 import pytest
@@ -260,6 +263,75 @@ async def test_034_still_takes_string_ids(body: dict[str, Any]) -> None:
     async with asgi_client(argv("0.34")) as client:
         r = await client.post(ABORT, json=body)
     assert r.status_code == 200 and r.content == b""
+
+
+# -- prompt logprobs (0.34) -----------------------------------------------------------------
+def npy(b64: str) -> tuple[tuple[int, ...], list[float]]:
+    """The shape and float32 values of a base64 `.npy` (numpy is not a dependency)."""
+    raw = base64.b64decode(b64)
+    size = struct.unpack("<H", raw[8:10])[0]
+    header = raw[10 : 10 + size].decode("latin1")
+    assert "'descr': '<f4'" in header
+    shape = tuple(int(n) for n in header.split("(")[1].split(")")[0].split(",") if n.strip())
+    data = raw[10 + size :]
+    return shape, list(struct.unpack(f"<{len(data) // 4}f", data))
+
+
+async def test_034_scores_prompt_logprob_token_ids() -> None:
+    rows = [[5, 6], [5, -1], [5], [5, 6]]
+    async with asgi_client(argv("0.34")) as client:
+        r = await client.post(GEN, json=generate(max_tokens=1, prompt_logprob_token_ids=rows))
+        again = await client.post(GEN, json=generate(max_tokens=1, prompt_logprob_token_ids=rows))
+    assert r.status_code == 200, r.text
+    shape, values = npy(r.json()["prompt_token_id_logprobs"])
+    assert shape == (4, 2)
+    assert [math.isinf(v) for v in values] == [False, False, False, True, False, True, False, False]
+    assert all(v < 0 for v in values)
+    assert again.json()["prompt_token_id_logprobs"] == r.json()["prompt_token_id_logprobs"]
+
+
+@pytest.mark.parametrize(
+    ("params", "param", "text"),
+    [
+        ({"prompt_logprob_token_ids": [[5]] * 3}, "prompt_logprob_token_ids", "has 3 rows, but"),
+        ({"prompt_logprob_token_ids": [[5]] * 4, "prompt_logprob_start": 1}, None, "has 4 rows"),
+        ({"prompt_logprob_token_ids": [[5, 2048]] * 4}, None, "out-of-vocab"),
+        ({"prompt_logprob_token_ids": [list(range(21))] * 4}, None, "greater than max allowed"),
+        ({"prompt_logprobs": 1, "prompt_logprob_start": 4}, None, "less than prompt_len - 1 (4)"),
+        ({"prompt_logprob_start": 1}, None, "requires prompt_logprobs or prompt_logprob_token_ids"),
+        ({"prompt_logprobs": 1, "prompt_logprob_start": -1}, None, "must be non-negative"),
+    ],
+)
+async def test_034_prompt_logprob_checks(
+    params: dict[str, Any], param: str | None, text: str
+) -> None:
+    async with asgi_client(argv("0.34")) as client:
+        r = await client.post(GEN, json=generate(max_tokens=1, **params))
+    assert r.status_code == 400 and text in r.json()["error"]["message"], r.text
+    if param is not None:
+        assert r.json()["error"]["param"] == param
+
+
+async def test_034_prompt_logprob_start_with_prompt_logprobs_alone() -> None:
+    async with asgi_client(argv("0.34")) as client:
+        r = await client.post(
+            GEN, json=generate(max_tokens=1, prompt_logprobs=1, prompt_logprob_start=2)
+        )
+    plp = r.json()["prompt_logprobs"]
+    assert plp[:3] == [None, None, None] and all(plp[3:]) and len(plp) == len(PROMPT)
+
+
+@pytest.mark.parametrize("version", ["0.32", "0.33"])
+async def test_before_034_prompt_logprob_ids_need_the_v2_runner(version: str) -> None:
+    async with asgi_client(argv(version)) as client:
+        ids = await client.post(
+            GEN, json=generate(max_tokens=1, prompt_logprob_token_ids=[[5]] * 4)
+        )
+        start = await client.post(
+            GEN, json=generate(max_tokens=1, prompt_logprobs=1, prompt_logprob_start=1)
+        )
+    assert "V2 model runner" in ids.json()["error"]["message"]
+    assert "requires prompt_logprob_token_ids" in start.json()["error"]["message"]
 
 
 # -- what the suite makes of it ------------------------------------------------------------
