@@ -122,6 +122,14 @@ class GenerateEndpoint:
                 await stream_single_error(send, cfg, err)
                 return
             raise
+        if state.paused.mode is not None:  # 0.33+: a paused engine refuses what passed the checks
+            try:
+                await state.paused.admit()
+            except ApiError as err:
+                if req.stream:
+                    await stream_single_error(send, cfg, err)
+                    return
+                raise
         if max(req.token_ids, default=0) >= cfg.mock_vocab_size:  # oov-token-500
             raise_after = ApiError(500, ENGINE_DEAD, "InternalServerError")
             await send_error(send, cfg, raise_after)

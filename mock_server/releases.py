@@ -104,6 +104,7 @@ class Release:
     render_max_tokens_stated: bool = False  # a max_tokens of 16 is sent (last), not left out
     render_echo: tuple[str, ...] = ()  # request fields render copies over (0.33: return_token_ids)
     tokens_only_stop: str = TOKENS_ONLY_STOP
+    pause_rejects: bool = False  # dev /pause: new requests are 503s until /resume (0.33+)
     empty_tools_rejected: bool = True  # chat `tools: []` is a 400; False: read as no tools
     rules_off: tuple[str, ...] = ()  # rows of 0.32's validate table it does not run
     rules_on: tuple[str, ...] = ()  # rows it runs that 0.32 does not (`validation.OPTIONAL`)
@@ -251,6 +252,7 @@ RELEASES: dict[str, Release] = {
     "0.33": Release(
         "0.33.0",
         top_logprobs_cut=False,
+        pause_rejects=True,
         render_keys=_RENDER_033,
         render_echo=("return_token_ids",),
         output_modes=("tokens", "text", "derender"),

@@ -6,6 +6,7 @@ of it. 0.32, the default, answers exactly as before (test_mock_releases.py).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import math
@@ -332,6 +333,52 @@ async def test_before_034_prompt_logprob_ids_need_the_v2_runner(version: str) ->
         )
     assert "V2 model runner" in ids.json()["error"]["message"]
     assert "requires prompt_logprob_token_ids" in start.json()["error"]["message"]
+
+
+# -- dev mode's pause (0.33) ----------------------------------------------------------------
+@pytest.mark.parametrize("version", NEW)
+async def test_paused_engine_refuses_new_requests(version: str) -> None:
+    async with asgi_client(argv(version), DEV) as client:
+        assert (await client.post("/pause")).json() == {"status": "paused"}
+        assert (await client.get("/is_paused")).json() == {"is_paused": True}
+        whole = await client.post(GEN, json=generate(max_tokens=2))
+        streamed = await client.post(GEN, json={**generate(max_tokens=2), "stream": True})
+        invalid = await client.post(GEN, json=generate(max_tokens=0))
+        chat = await client.post("/v1/chat/completions", json={"messages": HI, "max_tokens": 2})
+        render = await client.post("/v1/completions/render", json={"prompt": "hi"})
+        abort = await client.post(ABORT, json={"request_ids": []})
+        assert (await client.post("/resume")).json() == {"status": "resumed"}
+        after = await client.post(GEN, json=generate(max_tokens=2))
+    for r in (whole, chat):
+        assert r.status_code == 503
+        assert r.json()["error"] == {
+            "message": "Generation is paused. Please retry after it resumes.",
+            "type": "ServiceUnavailableError",
+            "param": None,
+            "code": 503,
+        }
+    assert streamed.status_code == 200 and events(streamed.text)[0]["error"]["code"] == 503
+    assert invalid.status_code == 400, "the checks come first"
+    assert (render.status_code, abort.status_code, after.status_code) == (200, 200, 200)
+
+
+async def test_keep_holds_new_requests_until_resume() -> None:
+    async with asgi_client(argv("0.34"), DEV) as client:
+        await client.post("/pause", params={"mode": "keep"})
+        held = asyncio.create_task(client.post(GEN, json=generate(max_tokens=2)))
+        await asyncio.sleep(0.2)
+        assert not held.done()
+        await client.post("/resume")
+        assert (await held).status_code == 200
+
+
+async def test_pause_query_is_validated_and_032_has_no_pause() -> None:
+    async with asgi_client(argv("0.34"), DEV) as client:
+        r = await client.post("/pause", params={"mode": "later"})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "query.mode"
+    async with asgi_client(argv("0.32"), DEV) as client:
+        assert (await client.post("/pause")).status_code == 404
+        assert (await client.post(GEN, json=generate(max_tokens=2))).status_code == 200
 
 
 # -- what the suite makes of it ------------------------------------------------------------
