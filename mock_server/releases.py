@@ -4,21 +4,31 @@
 spec's release, is the default). The mock builds 0.32's answer as always; a release is data
 read at a few fixed places, never a version test:
 
-- which scale-out routes `app.py` registers (`abort_route`, `gated`);
+- which routes `app.py` registers (`abort_route`, `gated`, dev mode's `/pause` where a paused
+  engine refuses requests: `pause_rejects`);
 - the request fields the release does not know, dropped before parsing as pydantic ignores
   them (`unknown_fields`), and the logprob shape derender accepts (`derender_legacy`);
-- the tokens-only stop-string error (`tokens_only_stop`);
+- the rows of the validate table it runs (`rules_off`, `rules_on`: 0.34 scores
+  `prompt_logprob_token_ids` and takes `prompt_logprob_start` with `prompt_logprobs`), the
+  tokens-only stop-string error (`tokens_only_stop`) and how the abort body is read
+  (`abort_model`: 0.34's pydantic model);
+- how many `top_logprobs` the sampler keeps (`top_logprobs_cut`: 0.33 sends the top k after
+  the sampled token), and the null keys of a usage, a parsed message and the OpenAI-shaped
+  choices and chunks (`usage_details`, `message_keys`, `choice_nulls`, `chunk_nulls`);
+- what render puts into a GenerateRequest (`render_keys`, `render_echo`, chat's
+  `parse_context` where the keys have one, `empty_tools_rejected`, `render_max_tokens_stated`);
 - the key sets and orders of its answers and whether an aborted stream sends its abort chunk:
   rewrites of the finished answer, named transformers in `transforms/releases.py` listed in
   `rewrites` (0.32 lists none, so the correct 0.32 mock pays the same empty loop as before);
 - what 0.33 and 0.34 add: the output modes generate accepts (`output_modes`: "derender",
-  answered by `derender_mode.py`), whether it streams (`derender_stream`), the keys of the
-  parsed message (`message_keys`), and the request fields newer than 0.32 (`new_fields`:
-  `parse_context`, with `parse_context_keys`, checked by `parse_context.py`).
+  answered by `derender_mode.py`), whether it streams (`derender_stream`), the request fields
+  newer than 0.32 (`new_fields`: `parse_context`, with `parse_context_keys`, checked by
+  `parse_context.py`).
 
 Source: real 0.30.0 and 0.31.0 servers (`vllm-versions.md`, section 2); 0.33.0 and 0.34.0 from
-their wheels' `vllm/entrypoints/scale_out/token_in_token_out/{protocol,serving}.py`
-(`tito-conformance drift --vllm-version 0.34.0` caches them).
+their wheels' `vllm/entrypoints/scale_out/...` (`tito-conformance drift --vllm-version 0.34.0`
+caches them), checked against each release's own API server over the simulated engine core
+(`tito-mock --real-frontend 0.34.0`) with `tito-conformance diff`.
 """
 
 from __future__ import annotations
