@@ -6,7 +6,8 @@ import json
 from typing import Any
 
 from mock_server.asgi import Disconnected, Receive, Scope, Send, read_body, send_bytes, send_json
-from mock_server.errors import ApiError, http_error
+from mock_server.errors import ApiError, ValidationFailure, http_error
+from mock_server.errors import validation_item as item
 from mock_server.gating import send_disabled, send_error
 from mock_server.jsonbody import TooDeep, loads
 from mock_server.state import AppState
@@ -18,6 +19,37 @@ def _ids(value: Any) -> list[str]:
     if isinstance(value, list):
         return [v for v in value if isinstance(v, str)]
     return []
+
+
+def validated(body: Any, required: bool = True) -> None:
+    """The body as vLLM 0.34's `AbortRequestsRequest` reads it (`request_ids: str |
+    list[str]`, required; other keys ignored): pydantic's errors, located under `body`, as
+    the handler re-raises them (`Release.abort_model`). `required` False: a missing
+    request_ids passes (the `abort-missing-ids-200` defect)."""
+    if not isinstance(body, dict):
+        msg = "Input should be a valid dictionary or instance of AbortRequestsRequest"
+        ctx = {"class_name": "AbortRequestsRequest"}
+        raise ValidationFailure([item("model_type", "body", msg, body, ctx)])
+    loc = "body.request_ids"
+    if "request_ids" not in body:
+        if required:
+            raise ValidationFailure([item("missing", loc, "Field required", body)])
+        return
+    ids = body["request_ids"]
+    if isinstance(ids, str):
+        return
+    errors = [item("string_type", loc, "Input should be a valid string", ids)]
+    if isinstance(ids, list):  # the list branch: each item that is not a string
+        errors += [
+            item("string_type", f"{loc}.{i}", "Input should be a valid string", v)
+            for i, v in enumerate(ids)
+            if not isinstance(v, str)
+        ]
+        if len(errors) == 1:
+            return
+    else:
+        errors.append(item("list_type", loc, "Input should be a valid list", ids))
+    raise ValidationFailure(errors)
 
 
 class AbortEndpoint:
@@ -39,6 +71,8 @@ class AbortEndpoint:
             except (json.JSONDecodeError, UnicodeDecodeError, TooDeep) as exc:
                 # vLLM 0.32 answers a 500 for too deep a body here (RecursionError)
                 raise http_error(400, f"JSON decode error: {exc}") from None
+            if cfg.release.abort_model:
+                validated(body, cfg.policies.admit.abort_ids_required)
             if not isinstance(body, dict):
                 # real vLLM answers 500 here (AttributeError); the mock refuses bad input cleanly
                 raise http_error(400, "Request body must be a JSON object")
@@ -49,6 +83,9 @@ class AbortEndpoint:
             return
         except ApiError as err:
             await send_error(send, cfg, err)
+            return
+        except ValidationFailure as failure:
+            await send_error(send, cfg, failure.to_api_error())
             return
         if not self.legacy or cfg.policies.admit.legacy_abort_acts:
             self.state.engine.abort(_ids(ids))

@@ -23,6 +23,7 @@ from mock_server.engine import Engine
 from mock_server.generate import GenerateEndpoint
 from mock_server.metrics import CONTENT_TYPE, prometheus_text
 from mock_server.openai_compat import openai_routes
+from mock_server.pause import pause_routes
 from mock_server.render import render_routes
 from mock_server.render_apis import render_api_routes
 from mock_server.state import AppState
@@ -118,6 +119,8 @@ def create_app(config: MockConfig) -> Starlette:
             Route("/finish_weight_update", finish, methods=["POST"]),
             Route("/weight_info", info, methods=["GET"]),
         ]
+        if config.release.pause_rejects:
+            routes += pause_routes(state)
     elif config.tokens_only or config.policies.gate.legacy_abort_everywhere:
         routes.append(Route("/abort_requests", AbortEndpoint(state, legacy=True), methods=["POST"]))
     served = {route.path for route in routes}  # a release may leave generate unregistered

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mock_server.defects import DEFECTS, catalogue_text
 from mock_server.policies import Policies, build_policies
@@ -45,7 +45,11 @@ class MockConfig:
     """Each stage's behaviour, bent by the defects' policies: made once, here."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "policies", build_policies(self.defects))
+        policies = build_policies(self.defects)
+        rules = self.release.rules(policies.validate.rules)
+        if rules != policies.validate.rules:  # the release's own validate table
+            policies = replace(policies, validate=replace(policies.validate, rules=rules))
+        object.__setattr__(self, "policies", policies)
         if self.release.logprobs_format == "legacy":  # the release knows no other shape
             object.__setattr__(self, "mock_logprobs_format", "legacy")
 

@@ -25,6 +25,7 @@ from mock_server.derender_input import (
     with_request_id,
 )
 from mock_server.errors import bad_request
+from mock_server.fields import usage as usage_info
 from mock_server.render import NO_TOKENIZER, guard, read_object
 from mock_server.state import AppState
 from mock_server.tokenizer import Tokenizer
@@ -71,16 +72,6 @@ def echo_prompt_logprobs(raw: Any) -> Any:
         }
         for pos in raw
     ]
-
-
-def _usage(prompt: int, completion: int) -> dict[str, Any]:
-    return {
-        "prompt_tokens": prompt,
-        "total_tokens": prompt + completion,
-        "completion_tokens": completion,
-        "prompt_tokens_details": None,
-        "completion_tokens_details": None,
-    }
 
 
 def _decode_text(tok: Tokenizer, ids: list[int]) -> str:
@@ -176,6 +167,7 @@ def derender_routes(state: AppState) -> list[Route]:
                         "prompt_logprobs": None,
                         "prompt_token_ids": None,
                         "routed_experts": None,
+                        **dict.fromkeys(cfg.release.choice_nulls),
                     }
                 )
         first = responses[0]
@@ -192,12 +184,17 @@ def derender_routes(state: AppState) -> list[Route]:
                 "choices": choices,
                 "service_tier": None,
                 "system_fingerprint": None,
-                "usage": _usage(prompt_total, completion_total),
+                "usage": usage_info(prompt_total, completion_total, cfg.release.usage_details),
                 "kv_transfer_params": kv,
                 "ec_transfer_params": None,
                 "metrics": echo_metrics(first.get("metrics")) if len(responses) == 1 else None,
             }
         )
+
+    def message(content: str) -> dict[str, Any]:
+        """ChatMessage as the release dumps it (0.34 leaves out a null `annotations`)."""
+        whole = {"role": "assistant", "content": content}
+        return {key: whole.get(key) for key in cfg.release.message_keys}
 
     async def derender_chat(request: Request) -> Response:
         body = await read(request, "chat")
@@ -216,20 +213,13 @@ def derender_routes(state: AppState) -> list[Route]:
             choices.append(
                 {
                     "index": choice["index"],
-                    "message": {
-                        "role": "assistant",
-                        "content": _decode_text(tok, ids),
-                        "refusal": None,
-                        "annotations": None,
-                        "audio": None,
-                        "function_call": None,
-                        "reasoning": None,
-                    },
+                    "message": message(_decode_text(tok, ids)),
                     "logprobs": chat_logprobs(tok, choice.get("logprobs")),
                     "finish_reason": choice.get("finish_reason", "stop"),
                     "stop_reason": choice.get("stop_reason"),
                     "token_ids": ids if echo_ids else None,
                     "routed_experts": None,
+                    **dict.fromkeys(cfg.release.choice_nulls),
                 }
             )
         completion = sum(len(ch.get("token_ids") or []) for ch in resp["choices"])
@@ -242,7 +232,9 @@ def derender_routes(state: AppState) -> list[Route]:
                 "choices": choices,
                 "service_tier": None,
                 "system_fingerprint": None,
-                "usage": _usage(body.get("prompt_tokens") or 0, completion),
+                "usage": usage_info(
+                    body.get("prompt_tokens") or 0, completion, cfg.release.usage_details
+                ),
                 "prompt_logprobs": echo_prompt_logprobs(resp.get("prompt_logprobs")),
                 "prompt_token_ids": None,
                 "prompt_text": None,
@@ -301,12 +293,14 @@ def derender_routes(state: AppState) -> list[Route]:
             if not chat:
                 base["prompt_token_ids"] = None
             base["token_ids"] = choice.get("token_ids") if echo_ids else None
+            base.update(dict.fromkeys(cfg.release.choice_nulls))
             choices.append(base)
         usage = chunk.get("usage")
         if usage is not None:
             given = body.get("prompt_tokens")
             prompt = given if given is not None else usage.get("prompt_tokens", 0)
-            usage = _usage(prompt, usage.get("completion_tokens") or 0)
+            done = usage.get("completion_tokens") or 0
+            usage = usage_info(prompt, done, cfg.release.usage_details)
         out: dict[str, Any] = {
             "id": chunk["request_id"],
             "object": obj,
@@ -319,6 +313,7 @@ def derender_routes(state: AppState) -> list[Route]:
         if chat:
             out.update({"prompt_token_ids": None, "prompt_text": None})
         out["metrics"] = echo_metrics(chunk.get("metrics"))
+        out.update(dict.fromkeys(cfg.release.chunk_nulls))
         new_state = {
             "pending_bytes": list(pending),
             "role_sent": role_sent,

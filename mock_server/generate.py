@@ -23,7 +23,7 @@ from mock_server.engine import Job
 from mock_server.errors import ApiError, ValidationFailure
 from mock_server.gating import send_disabled, send_error
 from mock_server.jsonbody import parse_json
-from mock_server.logprobs import LogprobsRenderer, prompt_logprobs
+from mock_server.logprobs import LogprobsRenderer, prompt_id_scores, prompt_logprobs
 from mock_server.payloads import Builder, plain_full
 from mock_server.request import GenerateRequest, parse_generate, parse_plain
 from mock_server.state import AppState
@@ -122,6 +122,14 @@ class GenerateEndpoint:
                 await stream_single_error(send, cfg, err)
                 return
             raise
+        if state.paused.mode is not None:  # 0.33+: a paused engine refuses what passed the checks
+            try:
+                await state.paused.admit()
+            except ApiError as err:
+                if req.stream:
+                    await stream_single_error(send, cfg, err)
+                    return
+                raise
         if max(req.token_ids, default=0) >= cfg.mock_vocab_size:  # oov-token-500
             raise_after = ApiError(500, ENGINE_DEAD, "InternalServerError")
             await send_error(send, cfg, raise_after)
@@ -153,14 +161,20 @@ class GenerateEndpoint:
             cancel(watcher)
         if gone.is_set():
             return
-        plp = None
-        if req.sampling.prompt_logprobs is not None:
+        plp = scores = None
+        sampling = req.sampling
+        start = (req.parsed or {}).get("prompt_logprob_start") or 0  # 0.34's, else a 400
+        if sampling.prompt_logprobs is not None:
             plp = prompt_logprobs(
-                cfg, engine.model, engine.tokenizer, req.token_ids, req.sampling.prompt_logprobs
+                cfg, engine.model, engine.tokenizer, req.token_ids, sampling.prompt_logprobs, start
             )
-        data = plain_full(builder) if FAST and plp is None else None
+        if sampling.prompt_logprob_token_ids is not None:  # 0.34's, else a 400
+            rows = sampling.prompt_logprob_token_ids
+            scores = prompt_id_scores(engine.model, req.token_ids, rows, start)
+        data = plain_full(builder) if FAST and plp is None and scores is None else None
         if data is None:
-            text = json.dumps(builder.full(plp), separators=(",", ":"), ensure_ascii=False)
+            body = builder.full(plp, scores)
+            text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
             data = text.encode()
         await send_bytes(send, 200, apply_wire(cfg, data), cfg.policies.write.json_media)
 

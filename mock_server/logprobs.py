@@ -1,10 +1,13 @@
-"""The three logprobs shapes vLLM has sent on generate, and prompt_logprobs."""
+"""The three logprobs shapes vLLM has sent on generate, prompt_logprobs, and the prompt id
+scores of `prompt_logprob_token_ids`."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from mock_server.config import MockConfig
+from mock_server.fields import npy_b64
 from mock_server.model import ToyModel
 from mock_server.sequence import TokenRecord
 from mock_server.tokenizer import Tokenizer
@@ -56,8 +59,10 @@ def prompt_logprobs(
     tokenizer: Tokenizer,
     prompt: list[int],
     k: int,
+    start: int = 0,
 ) -> list[dict[str, dict[str, Any]] | None]:
-    """`[null, {"<id>": {logprob, rank, decoded_token}}, ...]`: the actual token first."""
+    """`[null, {"<id>": {logprob, rank, decoded_token}}, ...]`: the actual token first; the
+    positions up to `prompt_logprob_start` (0.34) null too."""
     decode = config.has_tokenizer
     want = k if k >= 0 else model.vocab_size
 
@@ -73,7 +78,8 @@ def prompt_logprobs(
         out.append(None)
     else:
         out.append({str(prompt[0]): item(prompt[0], 1)})
-    for i in range(1, len(prompt)):
+    out += [None] * min(start, len(prompt) - 1)
+    for i in range(1 + start, len(prompt)):
         ctx = model.context_for(prompt[max(0, i - 2) : i])
         actual = prompt[i]
         rank = ctx.rank_of(actual)
@@ -83,3 +89,17 @@ def prompt_logprobs(
             entry.setdefault(str(token), item(token, r))
         out.append(entry)
     return out
+
+
+def prompt_id_scores(model: ToyModel, prompt: list[int], rows: list[list[int]], start: int) -> str:
+    """`prompt_token_id_logprobs` (0.34): the logprob of each id of row i at prompt position
+    `start + i + 1`, as a base64 float32 `.npy` of shape [rows, longest row]; -1 and the
+    padding of a shorter row score -inf."""
+    width = max(map(len, rows))
+    values: list[float] = []
+    for i, row in enumerate(rows):
+        p = start + i + 1
+        ctx = model.context_for(prompt[max(0, p - 2) : p])
+        scores = [-math.inf if t < 0 else model.logprob_of_rank(ctx.rank_of(t)) for t in row]
+        values += scores + [-math.inf] * (width - len(row))
+    return npy_b64((len(rows), width), values, "f")

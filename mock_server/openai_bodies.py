@@ -12,21 +12,10 @@ from typing import Any
 
 from mock_server.derender import chat_logprobs, completion_logprobs
 from mock_server.engine import Engine, Job
+from mock_server.fields import usage as usage_info
+from mock_server.releases import Release
 from mock_server.sequence import Sequence, TokenRecord
 from mock_server.tokenizer import Tokenizer
-
-MESSAGE_NULLS = ("refusal", "annotations", "audio", "function_call", "reasoning")
-
-
-def _usage(prompt: int, completion: int, details: bool = True) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "prompt_tokens": prompt,
-        "total_tokens": prompt + completion,
-        "completion_tokens": completion,
-    }
-    if details:
-        out |= {"prompt_tokens_details": None, "completion_tokens_details": None}
-    return out
 
 
 def _text(seq: Sequence, final: bool) -> str:
@@ -37,8 +26,19 @@ def _text(seq: Sequence, final: bool) -> str:
 class Answer:
     """What every body and chunk of one OpenAI request shares."""
 
-    def __init__(self, tok: Tokenizer, rid: str, model: str, fp: str, k: int | None) -> None:
+    def __init__(
+        self,
+        tok: Tokenizer,
+        rid: str,
+        model: str,
+        fp: str,
+        k: int | None,
+        release: Release,
+    ) -> None:
         self.tok, self.rid, self.model, self.fp, self.k = tok, rid, model, fp, k
+        self.release = release  # its shapes: usage details, message keys, trailing nulls
+        self.choice_end = dict.fromkeys(release.choice_nulls)
+        self.chunk_end = dict.fromkeys(release.chunk_nulls)
         self.created = int(time.time())
         self.offsets: dict[tuple[int, int], int] = {}
 
@@ -46,7 +46,9 @@ class Answer:
         return {"id": self.rid, "object": obj, "created": self.created, "model": self.model}
 
     def _raw(self, records: list[TokenRecord], completions: bool) -> dict[str, Any]:
-        """Generate's integer-id logprobs; for completions the sampled token plus the top k."""
+        """Generate's integer-id logprobs; for completions the sampled token plus the top k,
+        for chat the first max(k, 1) of them (a release may record the top k after the
+        sampled token, `Release.top_logprobs_cut`)."""
         k = self.k or 0
         return {
             "content": [
@@ -56,7 +58,7 @@ class Answer:
                     "top_logprobs": [
                         {"token_id": t, "logprob": lp}
                         for i, (t, rank, lp) in enumerate(rec.top)
-                        if not completions or i == 0 or rank <= k
+                        if ((i == 0 or rank <= k) if completions else (k < 0 or i < max(k, 1)))
                     ],
                 }
                 for rec in records
@@ -92,13 +94,14 @@ class Answer:
                         "prompt_logprobs": None,
                         "prompt_token_ids": list(job.req.token_ids) if echo else None,
                         "routed_experts": None,
+                        **self.choice_end,
                     }
                 )
         return self.head("text_completion") | {
             "choices": choices,
             "service_tier": None,
             "system_fingerprint": self.fp,
-            "usage": _usage(prompt, completion),
+            "usage": usage_info(prompt, completion, self.release.usage_details),
             "kv_transfer_params": None,
             "ec_transfer_params": None,
             "metrics": None,
@@ -111,12 +114,13 @@ class Answer:
             choices.append(
                 {
                     "index": seq.index,
-                    "message": message | dict.fromkeys(MESSAGE_NULLS),
+                    "message": {key: message.get(key) for key in self.release.message_keys},
                     "logprobs": self.chat_lp(seq.records),
                     "finish_reason": seq.finish_reason or "stop",
                     "stop_reason": seq.stop_reason,
                     "token_ids": seq.token_ids if echo else None,
                     "routed_experts": None,
+                    **self.choice_end,
                 }
             )
         completion = sum(len(seq.records) for seq in job.sequences)
@@ -124,7 +128,7 @@ class Answer:
             "choices": choices,
             "service_tier": None,
             "system_fingerprint": self.fp,
-            "usage": _usage(len(job.req.token_ids), completion),
+            "usage": usage_info(len(job.req.token_ids), completion, self.release.usage_details),
             "prompt_logprobs": None,
             "prompt_token_ids": list(job.req.token_ids) if echo else None,
             "prompt_text": None,
@@ -157,11 +161,13 @@ async def completion_chunks(
                     "stop_reason": ev.seq.stop_reason if ev.finished else None,
                     "prompt_token_ids": list(job.req.token_ids) if echo and ev.start == 0 else None,
                     "token_ids": [r.token_id for r in new] if echo else None,
+                    **answer.choice_end,
                 }
-                yield _dump(answer.head("text_completion") | {"choices": [choice]})
+                head = answer.head("text_completion")
+                yield _dump(head | {"choices": [choice]} | answer.chunk_end)
         base += len(job.sequences)
     if jobs and jobs[0].req.include_usage:
-        usage = {"choices": [], "usage": _usage(prompt, completion, False)}
+        usage = {"choices": [], "usage": usage_info(prompt, completion)}
         yield _dump(answer.head("text_completion") | usage | {"system_fingerprint": answer.fp})
 
 
@@ -193,8 +199,10 @@ async def chat_chunks(
             if ev.finished:
                 choice["stop_reason"] = ev.seq.stop_reason
             choice["token_ids"] = [r.token_id for r in new] if echo else None
+            if ev.finished:
+                choice |= answer.choice_end
             tail = {"system_fingerprint": answer.fp} if ev.finished else {}
-            yield _dump(head | {"choices": [choice]} | tail)
+            yield _dump(head | {"choices": [choice]} | tail | answer.chunk_end)
     if job.req.include_usage:
-        usage = _usage(len(job.req.token_ids), completion, False)
+        usage = usage_info(len(job.req.token_ids), completion)
         yield _dump(head | {"choices": [], "usage": usage})

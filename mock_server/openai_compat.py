@@ -12,6 +12,7 @@ completions}_*`). Served in every profile, like vLLM; no multimodal, tools or ec
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -127,8 +128,17 @@ def openai_routes(state: AppState) -> list[Route]:
         rendered = [render_chat(cfg, tok, body)] if chat else render_completion(cfg, tok, body)
         call = _prepare(state, rendered, body, chat)
         engine.received += 1
+        if state.paused.mode is not None:  # 0.33+: a paused engine refuses the request
+            refused = state.paused.error()
+            if refused is not None and call.requests and call.requests[0].stream:
+                # as vLLM words the one event: the chat stream's compact, "InternalServerError"
+                kind = "InternalServerError" if chat else refused.err_type
+                event = ApiError(503, refused.message, kind).body()
+                stream = _sse(_one(event, compact=chat))
+                return StreamingResponse(stream, media_type="text/event-stream")
+            await state.paused.admit()
         mark = fingerprint(call.model, cfg.release.version)
-        answer = Answer(tok, call.rid, call.model, mark, call.logprobs)
+        answer = Answer(tok, call.rid, call.model, mark, call.logprobs, cfg.release)
         if call.requests and call.requests[0].stream:
             jobs = _jobs(engine, call)
             chunks = chat_chunks if chat else completion_chunks
@@ -155,3 +165,7 @@ async def _sse(events: AsyncIterator[str]) -> AsyncIterator[bytes]:
     async for data in events:
         yield f"data: {data}\n\n".encode()
     yield b"data: [DONE]\n\n"
+
+
+async def _one(event: dict[str, Any], compact: bool) -> AsyncIterator[str]:
+    yield json.dumps(event, separators=(",", ":")) if compact else json.dumps(event)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from mock_server import coerce as c
-from mock_server.errors import validation_item
+from mock_server.errors import ValidationFailure, validation_item
 from mock_server.releases import Release
 
 LOC = "body.parse_context"
@@ -79,6 +79,87 @@ def _tool_choice(choice: Any, errors: c.Errors) -> None:
     msg = "Input should be 'none', 'auto' or 'required'"
     ctx = {"expected": "'none', 'auto' or 'required'"}
     errors.append(validation_item("literal_error", where, msg, choice, ctx))
+
+
+TEMPLATE_DEFAULTS = {"cohere_format": "cmd4"}
+"""The chat template kwargs every 0.33+ server applies (`--cohere-format`'s default, put into
+`--default-chat-template-kwargs` by `resolve_default_chat_template_kwargs`)."""
+EMPTY_TOOLS = (
+    "`tools` must not be an empty array. Either provide at least one tool or omit the field "
+    "entirely."
+)
+
+
+def rendered(
+    body: dict[str, Any], messages: list[Any], release: Release, errors: c.Errors
+) -> dict[str, Any]:
+    """The ParseContext chat `/render` puts into its GenerateRequest (0.33+), dumped in the
+    release's field order: the request's tool fields as sent (the mock has no tools to
+    normalise them with), the template kwargs with the server's defaults applied and the
+    unset ones dropped (`merge_kwargs`), and the tool calls already in the conversation.
+    `return_tokens_as_token_ids` (0.34) is left out when unset (`exclude_if`)."""
+    tools = body.get("tools")
+    read = {
+        key: c.field(body, key, c.to_bool, "body", errors, default)
+        for key, default in (
+            ("parallel_tool_calls", True),
+            ("include_reasoning", True),
+            ("return_tokens_as_token_ids", None),
+            ("add_generation_prompt", True),
+            ("continue_final_message", False),
+        )
+    }
+    given = c.field(body, "chat_template_kwargs", c.to_dict, "body", errors, None) or {}
+    asked = {
+        **given,
+        "add_generation_prompt": read["add_generation_prompt"],
+        "continue_final_message": read["continue_final_message"],
+    }
+    kwargs = TEMPLATE_DEFAULTS | {k: v for k, v in asked.items() if v not in (None, "auto")}
+    calls = sum(
+        _count(m.get("tool_calls"))
+        for m in messages
+        if isinstance(m, dict) and m.get("role") == "assistant"
+    )
+    values: dict[str, Any] = {
+        "tools": tools,
+        "tool_choice": body.get("tool_choice", "auto" if tools else "none"),
+        "parallel_tool_calls": read["parallel_tool_calls"],
+        "include_reasoning": read["include_reasoning"],
+        "return_tokens_as_token_ids": read["return_tokens_as_token_ids"],
+        "chat_template_kwargs": kwargs,
+        "history_tool_call_cnt": calls,
+    }
+    out = {key: values[key] for key in release.parse_context_keys}
+    if out.get("return_tokens_as_token_ids", False) is None:
+        del out["return_tokens_as_token_ids"]
+    return out
+
+
+def check_tools(body: dict[str, Any], release: Release) -> dict[str, Any]:
+    """ChatCompletionRequest's `check_tool_usage` (a before-validator, so ahead of every field
+    error) on an empty `tools`, once render reads the tools (0.33+): 0.33's 400, or 0.34's
+    omitted tools (`tool_choice` "auto" or "required" then "none"; a named one keeps them).
+    The body as the rest of render reads it."""
+    if body.get("tools") != []:
+        return body
+    if release.empty_tools_rejected:
+        msg = f"Value error, {EMPTY_TOOLS} (parameter=tools)"
+        item = validation_item("value_error", "body", msg, body, {"error": ValueError(EMPTY_TOOLS)})
+        raise ValidationFailure([{**item, "param": "tools"}])
+    if isinstance(body.get("tool_choice"), dict):
+        return body
+    body = {**body, "tools": None}
+    if body.get("tool_choice") in ("auto", "required"):
+        body["tool_choice"] = "none"
+    return body
+
+
+def _count(tool_calls: Any) -> int:
+    """vLLM's `count_tool_calls`: none, one (a string or an object), or each of a list."""
+    if tool_calls is None:
+        return 0
+    return len(tool_calls) if isinstance(tool_calls, list) else 1
 
 
 def unknown_fields(

@@ -15,7 +15,7 @@ from typing import Any
 from mock_server import transforms
 from mock_server.config import MockConfig
 from mock_server.engine import Job
-from mock_server.fields import routed_experts, weight_spans
+from mock_server.fields import routed_experts, usage, weight_spans
 from mock_server.logprobs import LogprobsRenderer
 from mock_server.sequence import Sequence, TokenRecord
 
@@ -76,19 +76,12 @@ class Builder:
         return choice
 
     def usage(self, completion: int, details: bool = True) -> dict[str, Any]:
-        prompt = len(self.req.token_ids)
-        out: dict[str, Any] = {
-            "prompt_tokens": prompt,
-            "total_tokens": prompt + completion,
-            "completion_tokens": completion,
-        }
-        if details:
-            out["prompt_tokens_details"] = None
-            out["completion_tokens_details"] = None
-        return out
+        keys = self.cfg.release.usage_details if details else ()
+        return usage(len(self.req.token_ids), completion, keys)
 
-    def full(self, prompt_logprobs: Any) -> dict[str, Any]:
-        """The non-streamed body, output defects applied."""
+    def full(self, prompt_logprobs: Any, prompt_scores: str | None = None) -> dict[str, Any]:
+        """The non-streamed body, output defects applied; `prompt_scores`: the base64 `.npy`
+        of prompt_logprob_token_ids (0.34)."""
         choices = []
         total = 0
         for seq in self.job.sequences:
@@ -108,7 +101,7 @@ class Builder:
             "created": self.created,
             "usage": self.usage(total),
             "prompt_logprobs": prompt_logprobs,
-            "prompt_token_id_logprobs": None,
+            "prompt_token_id_logprobs": prompt_scores,
             "prompt_token_ids": list(self.req.token_ids) if self.req.return_token_ids else None,
             "mm_placeholders": None,
             "metrics": None,
@@ -146,6 +139,12 @@ _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 _json_str: Callable[[str], str] = lru_cache(maxsize=256)(_encode)
 """A JSON string of the few a server repeats (reasons, modes, labels, model names)."""
+
+
+@lru_cache(maxsize=8)
+def _nulls(keys: tuple[str, ...]) -> str:
+    """`,"key":null` for each of the usage's null detail keys."""
+    return "".join(f",{_json_str(key)}:null" for key in keys)
 
 
 def _spans_bytes(records: list[TokenRecord]) -> str:
@@ -193,8 +192,8 @@ def plain_full(b: Builder) -> bytes | None:
     return (
         f'{{"request_id":{_encode(b.request_id)},"model":{_json_str(b.model_name)},'
         f'"created":{b.created},"usage":{{"prompt_tokens":{prompt},'
-        f'"total_tokens":{prompt + total},"completion_tokens":{total},'
-        f'"prompt_tokens_details":null,"completion_tokens_details":null}},'
+        f'"total_tokens":{prompt + total},"completion_tokens":{total}'
+        f"{_nulls(cfg.release.usage_details)}}},"
         f'"prompt_logprobs":null,"prompt_token_id_logprobs":null,'
         f'"prompt_token_ids":{prompt_ids},"mm_placeholders":null,"metrics":null,'
         f'"kv_transfer_params":null,"ec_transfer_params":null,"output_mode":{_json_str(b.echo)},'

@@ -4,21 +4,31 @@
 spec's release, is the default). The mock builds 0.32's answer as always; a release is data
 read at a few fixed places, never a version test:
 
-- which scale-out routes `app.py` registers (`abort_route`, `gated`);
+- which routes `app.py` registers (`abort_route`, `gated`, dev mode's `/pause` where a paused
+  engine refuses requests: `pause_rejects`);
 - the request fields the release does not know, dropped before parsing as pydantic ignores
   them (`unknown_fields`), and the logprob shape derender accepts (`derender_legacy`);
-- the tokens-only stop-string error (`tokens_only_stop`);
+- the rows of the validate table it runs (`rules_off`, `rules_on`: 0.34 scores
+  `prompt_logprob_token_ids` and takes `prompt_logprob_start` with `prompt_logprobs`), the
+  tokens-only stop-string error (`tokens_only_stop`) and how the abort body is read
+  (`abort_model`: 0.34's pydantic model);
+- how many `top_logprobs` the sampler keeps (`top_logprobs_cut`: 0.33 sends the top k after
+  the sampled token), and the null keys of a usage, a parsed message and the OpenAI-shaped
+  choices and chunks (`usage_details`, `message_keys`, `choice_nulls`, `chunk_nulls`);
+- what render puts into a GenerateRequest (`render_keys`, `render_echo`, chat's
+  `parse_context` where the keys have one, `empty_tools_rejected`, `render_max_tokens_stated`);
 - the key sets and orders of its answers and whether an aborted stream sends its abort chunk:
   rewrites of the finished answer, named transformers in `transforms/releases.py` listed in
   `rewrites` (0.32 lists none, so the correct 0.32 mock pays the same empty loop as before);
 - what 0.33 and 0.34 add: the output modes generate accepts (`output_modes`: "derender",
-  answered by `derender_mode.py`), whether it streams (`derender_stream`), the keys of the
-  parsed message (`message_keys`), and the request fields newer than 0.32 (`new_fields`:
-  `parse_context`, with `parse_context_keys`, checked by `parse_context.py`).
+  answered by `derender_mode.py`), whether it streams (`derender_stream`), the request fields
+  newer than 0.32 (`new_fields`: `parse_context`, with `parse_context_keys`, checked by
+  `parse_context.py`).
 
 Source: real 0.30.0 and 0.31.0 servers (`vllm-versions.md`, section 2); 0.33.0 and 0.34.0 from
-their wheels' `vllm/entrypoints/scale_out/token_in_token_out/{protocol,serving}.py`
-(`tito-conformance drift --vllm-version 0.34.0` caches them).
+their wheels' `vllm/entrypoints/scale_out/...` (`tito-conformance drift --vllm-version 0.34.0`
+caches them), checked against each release's own API server over the simulated engine core
+(`tito-mock --real-frontend 0.34.0`) with `tito-conformance diff`.
 """
 
 from __future__ import annotations
@@ -64,10 +74,16 @@ _RENDER_031 = (
     "kv_transfer_params", "ec_transfer_params",
 )  # fmt: skip
 _RENDER_030 = (*_RENDER_031[:2], "assistant_tokens_mask", *_RENDER_031[2:])
-_MESSAGE_033 = (
+_RENDER_032 = (
+    *_RENDER_031[:7], "reasoning_ended", "reasoning_parser_kwargs", "return_token_ids",
+    "output_mode", *_RENDER_031[8:],
+)  # fmt: skip
+_RENDER_033 = (*_RENDER_032[:11], "parse_context", *_RENDER_032[11:])
+_USAGE_DETAILS = ("prompt_tokens_details", "completion_tokens_details")
+_MESSAGE_032 = (
     "role", "content", "refusal", "annotations", "audio", "function_call", "reasoning",
 )  # fmt: skip
-"""`ChatMessage` as 0.33 dumps it (`tool_calls` popped when empty); 0.34 drops a null
+"""`ChatMessage` as 0.32 and 0.33 dump it (`tool_calls` popped when empty); 0.34 drops a null
 `annotations` (`exclude_if`)."""
 _PARSE_CONTEXT_033 = (
     "tools", "tool_choice", "parallel_tool_calls", "include_reasoning", "chat_template_kwargs",
@@ -86,13 +102,22 @@ class Release:
 
     version: str
     logprobs_format: str = "integer"  # "legacy": `"token": "token_id:N"`, no rank
+    top_logprobs_cut: bool = True  # tokens/text top_logprobs cut to max(k, 1); False: uncut
+    usage_details: tuple[str, ...] = _USAGE_DETAILS  # the null detail keys a usage carries
     abort_route: bool = True  # POST /inference/v1/abort_requests
+    abort_model: bool = False  # its body is pydantic's AbortRequestsRequest (0.34)
     gated: bool = True  # without the flags: 403 (True) or the routes are not registered
     unknown_fields: tuple[str, ...] = ()  # generate fields it ignores (pydantic extra=ignore)
     unknown_sampling: tuple[str, ...] = ()  # sampling_params fields it ignores
     flat_prompt_logprob_ids: bool = False  # prompt_logprob_token_ids is list[int] (0.31)
-    render_keys: tuple[str, ...] = ()  # the rendered GenerateRequest's keys, in order; () = 0.32's
+    render_keys: tuple[str, ...] = _RENDER_032  # the rendered GenerateRequest's keys, in order
+    render_max_tokens_stated: bool = False  # a max_tokens of 16 is sent (last), not left out
+    render_echo: tuple[str, ...] = ()  # request fields render copies over (0.33: return_token_ids)
     tokens_only_stop: str = TOKENS_ONLY_STOP
+    pause_rejects: bool = False  # dev /pause: new requests are 503s until /resume (0.33+)
+    empty_tools_rejected: bool = True  # chat `tools: []` is a 400; False: read as no tools
+    rules_off: tuple[str, ...] = ()  # rows of 0.32's validate table it does not run
+    rules_on: tuple[str, ...] = ()  # rows it runs that 0.32 does not (`validation.OPTIONAL`)
     derender_legacy: bool = False  # derender reads the legacy logprob shape only
     body_keys: tuple[str, ...] = _BODY_032
     choice_keys: tuple[str, ...] = _CHOICE_032
@@ -100,13 +125,22 @@ class Release:
     rewrites: tuple[str, ...] = ()
     output_modes: tuple[str, ...] = ("tokens", "text")  # GenerateRequest.output_mode's Literal
     derender_stream: bool = False  # output_mode "derender" with stream (0.34); else a 400
-    message_keys: tuple[str, ...] = ()  # the derender answer's `message`, in dump order
+    message_keys: tuple[str, ...] = _MESSAGE_032  # a derender answer's `message`, in dump order
+    choice_nulls: tuple[str, ...] = ()  # OpenAI-shaped choices end with (0.33: weight_versions)
+    chunk_nulls: tuple[str, ...] = ()  # and their chunks (0.33: kv_transfer_params)
     new_fields: tuple[str, ...] = ()  # generate fields 0.32 does not know (`parse_context`)
     parse_context_keys: tuple[str, ...] = ()  # ParseContext's fields; others: extra
 
     @property
     def short(self) -> str:
         return self.version.rsplit(".", 1)[0]
+
+    def rules(self, rules: frozenset[str]) -> frozenset[str]:
+        """The validate table's rows in force (`rules`, a defect's set) as this release runs
+        them."""
+        if not (self.rules_off or self.rules_on):
+            return rules
+        return rules - frozenset(self.rules_off) | frozenset(self.rules_on)
 
     def stop_error(self) -> ApiError:
         """The 400 of a tokens-only server given stop strings (0.30: SamplingParams' text, as
@@ -138,8 +172,6 @@ class Release:
 
     def rendered(self, request: dict[str, Any]) -> dict[str, Any]:
         """A rendered GenerateRequest with the release's keys, in its order (absent: null)."""
-        if not self.render_keys:
-            return request
         return {key: request.get(key) for key in self.render_keys}
 
     def derender_input(self, body: Any) -> Any:
@@ -229,8 +261,13 @@ RELEASES: dict[str, Release] = {
     "0.32": Release("0.32.0"),
     "0.33": Release(
         "0.33.0",
+        top_logprobs_cut=False,
+        pause_rejects=True,
+        render_keys=_RENDER_033,
+        render_echo=("return_token_ids",),
         output_modes=("tokens", "text", "derender"),
-        message_keys=_MESSAGE_033,
+        choice_nulls=("weight_versions",),
+        chunk_nulls=("kv_transfer_params",),
         new_fields=("parse_context",),
         parse_context_keys=_PARSE_CONTEXT_033,
     ),
@@ -238,8 +275,19 @@ RELEASES: dict[str, Release] = {
 RELEASES["0.34"] = replace(
     RELEASES["0.33"],
     version="0.34.0",
+    abort_model=True,
+    empty_tools_rejected=False,
+    render_max_tokens_stated=True,
+    # prompt_logprob_token_ids scored (no V2 runner check), prompt_logprob_start with either
+    rules_off=("prompt_logprob_token_ids.v2_runner", "prompt_logprob_start.needs_ids"),
+    rules_on=(
+        "prompt_logprob_token_ids.rows",
+        "prompt_logprob_start.needs_either",
+        "prompt_logprob_start.in_prompt",
+    ),
+    usage_details=_USAGE_DETAILS[1:],  # UsageInfo.prompt_tokens_details: exclude_if None
     derender_stream=True,
-    message_keys=tuple(k for k in _MESSAGE_033 if k != "annotations"),
+    message_keys=tuple(k for k in _MESSAGE_032 if k != "annotations"),
     parse_context_keys=(
         *_PARSE_CONTEXT_033[:4],
         "return_tokens_as_token_ids",

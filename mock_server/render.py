@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from mock_server import coerce as c
+from mock_server import parse_context
 from mock_server.config import MockConfig
 from mock_server.errors import ApiError, ValidationFailure, bad_request, validation_item
 from mock_server.gating import answered
@@ -29,6 +30,7 @@ from mock_server.tokenizer import Tokenizer
 
 Handler = Callable[[Request], Awaitable[Response]]
 NO_TOKENIZER = "Tokenizer not available when `skip_tokenizer_init=True`"
+SAMPLING_MAX_TOKENS = 16  # SamplingParams.max_tokens' default, left out of its msgspec dump
 EMPTY_PROMPT = "Either prompt or prompt_embeds must be provided and non-empty."
 NEGATIVE_IDS = "token_ids must not contain negative values"
 _FIELDS: tuple[tuple[str, Any], ...] = (
@@ -84,9 +86,13 @@ _SAMPLING_KEYS = (
 )
 
 
-def parse_fields(body: dict[str, Any], chat: bool, errors: c.Errors) -> dict[str, Any]:
-    """The fields render reads, coerced; a null or absent field is left out."""
+def parse_fields(
+    body: dict[str, Any], chat: bool, errors: c.Errors, echo: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The fields render reads, coerced; a null or absent field is left out. `echo`: the
+    release's `render_echo` (0.33+: return_token_ids, a bool)."""
     fields = (*_FIELDS, *_CHAT_FIELDS) if chat else (*_FIELDS, ("logprobs", c.to_int))
+    fields += tuple((key, c.to_bool) for key in echo)
     out: dict[str, Any] = {}
     for key, convert in fields:
         value = c.field(body, key, convert, "body", errors, None)
@@ -188,9 +194,26 @@ def sampling_params(fields: dict[str, Any]) -> dict[str, Any]:
     return ordered | sp  # a key missing from the order keeps its place after the known ones
 
 
+def max_tokens_stated(sp: dict[str, Any], default: int | None) -> dict[str, Any]:
+    """0.34's GenerateRequest dump (`_serialize`): a max_tokens that SamplingParams leaves
+    out at its own default, 16, put back after every other key (`default`: the request
+    model's, 16 for completions)."""
+    if sp.get("max_tokens", default) != SAMPLING_MAX_TOKENS:
+        return sp
+    out = {key: value for key, value in sp.items() if key != "max_tokens"}
+    out["max_tokens"] = SAMPLING_MAX_TOKENS
+    return out
+
+
 def generate_request(
-    cfg: MockConfig, rid: str, ids: list[int], fields: dict[str, Any], sp: dict[str, Any]
+    cfg: MockConfig,
+    rid: str,
+    ids: list[int],
+    fields: dict[str, Any],
+    sp: dict[str, Any],
+    context: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """The GenerateRequest render answers; `context`: chat's parse_context (0.33+)."""
     out = {
         "request_id": rid,
         "token_ids": ids,
@@ -201,8 +224,9 @@ def generate_request(
         "model": fields.get("model"),
         "reasoning_ended": None,
         "reasoning_parser_kwargs": None,
-        "return_token_ids": None,
+        "return_token_ids": fields.get("return_token_ids"),
         "output_mode": "tokens",
+        "parse_context": context,
         "stream": bool(fields.get("stream")),
         "stream_options": fields.get("stream_options"),
         "cache_salt": fields.get("cache_salt"),
@@ -211,8 +235,9 @@ def generate_request(
         "ec_transfer_params": None,
     }
     # the ids are the tokenizer's or checked ints >= 0: one stands for all (a long prompt would
-    # otherwise cost seconds of per-item schema checking)
-    errors = schema_errors("GenerateRequest", {**out, "token_ids": ids[:1]}, "body")
+    # otherwise cost seconds of per-item schema checking); parse_context is the release's
+    checked = {k: v for k, v in out.items() if k != "parse_context"}
+    errors = schema_errors("GenerateRequest", {**checked, "token_ids": ids[:1]}, "body")
     if errors:  # a value the checks above let through: still a 400, never an invalid answer
         raise ValidationFailure(errors)
     if cfg.policies.build.render_ids_as_strings:
@@ -304,10 +329,10 @@ def guard(cfg: MockConfig, handler: Handler) -> Handler:
 
 
 def checked_fields(
-    body: dict[str, Any], chat: bool, errors: c.Errors
+    body: dict[str, Any], chat: bool, errors: c.Errors, echo: tuple[str, ...] = ()
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(fields, sampling_params); every type error of the body together, as pydantic does."""
-    fields = parse_fields(body, chat, errors)
+    fields = parse_fields(body, chat, errors, echo)
     options = stream_options(body, bool(fields.get("stream")), errors)
     if options is not None:
         fields["stream_options"] = options
@@ -324,7 +349,9 @@ def render_completion(
     """A CompletionRequest as the GenerateRequests it renders to, one per prompt."""
     errors: c.Errors = []
     prompts = completion_prompts(body, tok, cfg.has_tokenizer, errors)
-    fields, sp = checked_fields(body, False, errors)
+    fields, sp = checked_fields(body, False, errors, cfg.release.render_echo)
+    if cfg.release.render_max_tokens_stated:
+        sp = max_tokens_stated(sp, SAMPLING_MAX_TOKENS)  # CompletionRequest's default too
     rid = f"cmpl-{secrets.token_hex(8)}"
     return [generate_request(cfg, rid, ids, fields, sp) for ids in prompts]
 
@@ -339,12 +366,21 @@ def render_chat(cfg: MockConfig, tok: Tokenizer, body: dict[str, Any]) -> dict[s
     if not isinstance(messages, list):
         msg = "Input should be a valid list"
         raise ValidationFailure([validation_item("list_type", "body.messages", msg, messages)])
-    fields, sp = checked_fields(body, True, [])
+    context = None
+    if "parse_context" in cfg.release.render_keys:  # 0.33+: render reads the tool fields
+        body = parse_context.check_tools(body, cfg.release)
+        errors: c.Errors = []
+        context = parse_context.rendered(body, messages, cfg.release, errors)
+        if errors:
+            raise ValidationFailure(errors)
+    fields, sp = checked_fields(body, True, [], cfg.release.render_echo)
+    if cfg.release.render_max_tokens_stated:
+        sp = max_tokens_stated(sp, None)
     if not cfg.has_tokenizer:
         raise bad_request(NO_TOKENIZER)
     prompt = chat_template(messages, fields.get("add_generation_prompt", True))
     rid = f"chatcmpl-{secrets.token_hex(8)}"
-    return generate_request(cfg, rid, tok.encode(prompt), fields, sp)
+    return generate_request(cfg, rid, tok.encode(prompt), fields, sp, context)
 
 
 def render_routes(state: AppState) -> list[Route]:

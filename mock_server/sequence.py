@@ -91,6 +91,7 @@ class Sampler:
             not self.allowed and sampling.logprobs is None and not config.return_sampling_mask
         )
         self.greedy_rank = slot.greedy_rank
+        self.top_cut = config.release.top_logprobs_cut
         self.watch = self.stop_ids | (
             frozenset() if sampling.ignore_eos else frozenset((tokenizer.eos_id,))
         )
@@ -210,9 +211,13 @@ class Sampler:
         self.t1, self.t2 = t1, t2
 
     def _top(self, ctx: Context, token: int, rank: int, k: int) -> list[tuple[int, int, float]]:
-        """The sampled token, then the k most likely others (the whole vocabulary for -1)."""
+        """The sampled token, then the most likely others: max(k, 1) in all (the whole
+        vocabulary for -1), or, where the release sends the engine's candidates uncut, the
+        top k after it (k + 1 when the sampled token is not among them)."""
         model = self.model
         want = max(k if k >= 0 else model.vocab_size, 1)
+        if not self.top_cut and rank > k >= 1:
+            want = k + 1
         top = [(token, rank, model.logprob_of_rank(rank))]
         r = 1
         while len(top) < want and r <= model.vocab_size:

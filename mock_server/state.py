@@ -1,4 +1,4 @@
-"""What every endpoint shares: the config, the engine, and the fatal-exit hook."""
+"""What every endpoint shares: the config, the engine, the pause and the fatal-exit hook."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from mock_server.config import MockConfig
 from mock_server.engine import Engine
+from mock_server.pause import Paused
 
 
 @dataclass
@@ -15,6 +16,7 @@ class AppState:
     engine: Engine
     on_fatal: list[Callable[[], None]] = field(default_factory=list)
     unrouted: list[str] = field(default_factory=list)  # the release's missing routes (404)
+    paused: Paused = field(default_factory=Paused)  # dev mode's /pause (0.33+)
 
     def die(self) -> None:
         """Mirror real vLLM's crash (the oov-token-500 defect): stop serving."""

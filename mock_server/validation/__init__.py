@@ -31,8 +31,11 @@ from mock_server.validation.checks import (
     needs_tokenizer,
     oov,
     penalty,
+    prompt_ids_rows,
     prompt_ids_shape,
     prompt_start,
+    prompt_start_either,
+    prompt_start_in_prompt,
     repetition,
     repetition_detection,
     structured,
@@ -350,7 +353,19 @@ TABLE: tuple[Rule, ...] = (
         E + " (param)",
         prompt_ids_shape,
     ),
+    _e(
+        "prompt_logprob_token_ids.rows",
+        "prompt_logprob_token_ids",
+        "off: 0.34 (" + E + ")",
+        prompt_ids_rows,
+    ),
     _e("prompt_logprob_start.needs_ids", "prompt_logprob_start", E + " (param)", prompt_start),
+    _e(
+        "prompt_logprob_start.needs_either",
+        "prompt_logprob_start",
+        "off: 0.34 (" + E + ")",
+        prompt_start_either,
+    ),
     _e(
         "logit_bias.in_vocab",
         "logit_bias",
@@ -379,6 +394,12 @@ TABLE: tuple[Rule, ...] = (
                 "prompt_logprob_token_ids",
             ),
         ),
+    ),
+    _e(
+        "prompt_logprob_start.in_prompt",
+        "prompt_logprob_start",
+        "off: 0.34 (" + E + ")",
+        prompt_start_in_prompt,
     ),
     _e(
         "thinking_token_budget.needs_reasoning",
@@ -422,8 +443,17 @@ TABLE: tuple[Rule, ...] = (
     _e("token_ids.fit_context", "token_ids", E, too_long),
     _e("bad_words.tokenizable", "bad_words", E + " (param)", bad_words_tokens),
 )
-OPTIONAL = frozenset({"max_tokens.at_least_0", "detokenize.tokens_only", "dp_rank.from_1"})
-"""Rows off by default: a defect policy swaps them in."""
+OPTIONAL = frozenset(
+    {
+        "max_tokens.at_least_0",
+        "detokenize.tokens_only",
+        "dp_rank.from_1",
+        "prompt_logprob_token_ids.rows",
+        "prompt_logprob_start.needs_either",
+        "prompt_logprob_start.in_prompt",
+    }
+)
+"""Rows off by default: a defect policy or a release (`Release.rules_on`) swaps them in."""
 RULES = {rule.name: rule for rule in TABLE}
 DEFAULT_RULES = frozenset(RULES) - OPTIONAL
 _LEVELS: dict[tuple[frozenset[str], str], tuple[Rule, ...]] = {}

@@ -304,3 +304,95 @@ def needs_tokenizer(mode: str) -> str:
 
 
 TEXT_NEEDS_TOKENIZER = needs_tokenizer("text")
+
+
+def _prompt_ids_shape(x: Subject) -> tuple[int, int] | None:
+    """(rows, ids per row) of a well-formed prompt_logprob_token_ids (the shape row passed)."""
+    ids = x.s.prompt_logprob_token_ids
+    if not (isinstance(ids, list) and ids and all(isinstance(r, list) for r in ids)):
+        return None
+    return len(ids), max(map(len, ids))
+
+
+def prompt_ids_rows(x: Subject) -> ApiError | None:
+    """0.34: at most max_model_len - 1 rows, at most max_logprobs ids a row, ids in the
+    vocabulary (-1 pads a row); SamplingParams words them (0.32 answers the V2 runner 400
+    before any)."""
+    shape = _prompt_ids_shape(x)
+    if shape is None:
+        return None
+    rows, num_ids = shape
+    key = "prompt_logprob_token_ids"
+    max_rows = x.cfg.max_model_len - 1
+    if rows > max_rows:
+        return _engine(
+            f"prompt_logprob_token_ids has {rows} rows, but a prompt has at most {max_rows} "
+            f"scored rows (max_model_len - 1). (parameter={key}, value={rows})",
+            key,
+        )
+    limit = x.cfg.max_logprobs
+    if num_ids > limit:
+        return _engine(
+            f"Requested {num_ids} token ids per row in prompt_logprob_token_ids, which is "
+            f"greater than max allowed: {limit}. Set max_logprobs (--max-logprobs) to at least "
+            f"{num_ids}. (parameter={key}, value={num_ids})",
+            key,
+        )
+    flat = [t for row in x.s.prompt_logprob_token_ids for t in row]
+    if not all(isinstance(t, int) and not isinstance(t, bool) for t in flat):
+        return _engine(
+            f"prompt_logprob_token_ids must contain integer token ids. (parameter={key})", key
+        )
+    vocab = x.cfg.mock_vocab_size
+    lo, hi = min(flat), max(flat)
+    if lo < -1 or hi >= vocab:
+        return _engine(
+            "prompt_logprob_token_ids contain out-of-vocab token ids (-1 pads a row). "
+            f"Vocabulary size: {vocab} (parameter={key}, value={[lo, hi]})",
+            key,
+        )
+    return None
+
+
+def prompt_start_either(x: Subject) -> ApiError | None:
+    """0.34: prompt_logprob_start needs prompt_logprobs or prompt_logprob_token_ids, and is
+    not negative."""
+    start = (x.parsed or {}).get("prompt_logprob_start")
+    if start is None:
+        return None
+    if x.s.prompt_logprob_token_ids is None and x.s.prompt_logprobs is None:
+        return _engine(
+            "prompt_logprob_start requires prompt_logprobs or prompt_logprob_token_ids. "
+            f"(parameter=prompt_logprob_start, value={start})",
+            "prompt_logprob_start",
+        )
+    if start < 0:
+        return _engine(
+            "prompt_logprob_start must be non-negative. "
+            f"(parameter=prompt_logprob_start, value={start})",
+            "prompt_logprob_start",
+        )
+    return None
+
+
+def prompt_start_in_prompt(x: Subject) -> ApiError | None:
+    """0.34's input processor: a start that leaves no prompt row to score, then a row count
+    other than prompt_len - 1 - start."""
+    start = (x.parsed or {}).get("prompt_logprob_start") or 0
+    prompt_len = len(x.req.token_ids)
+    if start and start >= prompt_len - 1:
+        return _engine(
+            f"prompt_logprob_start must be less than prompt_len - 1 ({prompt_len - 1}) so at "
+            f"least one prompt row is scored. (parameter=prompt_logprob_start, value={start})",
+            "prompt_logprob_start",
+        )
+    shape = _prompt_ids_shape(x)
+    rows = max(prompt_len - 1 - start, 0)
+    if shape is not None and shape[0] != rows:
+        return _engine(
+            f"prompt_logprob_token_ids has {shape[0]} rows, but the prompt has {rows} scored "
+            "rows (prompt_len - 1 - prompt_logprob_start). "
+            f"(parameter=prompt_logprob_token_ids, value={shape[0]})",
+            "prompt_logprob_token_ids",
+        )
+    return None
