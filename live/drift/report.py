@@ -2,7 +2,9 @@
 
 A difference seen in an earlier release of the same run is marked `(since V)`, so what a
 release adds stands out from what the spec has lacked all along (the 0.32.0 run, which the
-spec was written from, shows the latter).
+spec was written from, shows the latter); one the release before showed and this one does not
+is listed under "no longer", so what a release fixed or brought (a model for a body read by
+hand) is named too, not only left out.
 """
 
 from __future__ import annotations
@@ -38,8 +40,20 @@ def first_seen(drifts: list[ReleaseDrift]) -> dict[str, str]:
     return seen
 
 
+def gone(drifts: list[ReleaseDrift]) -> dict[str, tuple[str, list[Difference]]]:
+    """Per release: the release read before it, and its differences this one no longer shows
+    (a model that arrived, a field the spec had that came back)."""
+    found: dict[str, tuple[str, list[Difference]]] = {}
+    read = [d for d in drifts if d.error is None and d.note is None]
+    for before, after in zip(read, read[1:], strict=False):
+        now = {d.key for d in after.differences}
+        found[after.version] = (before.version, [d for d in before.differences if d.key not in now])
+    return found
+
+
 def render_text(drifts: list[ReleaseDrift], spec_version: str) -> str:
     seen = first_seen(drifts)
+    went = gone(drifts)
     lines: list[str] = []
     for drift in drifts:
         head = f"vLLM {drift.version}" + (f" ({drift.source})" if drift.source else "")
@@ -59,6 +73,11 @@ def render_text(drifts: list[ReleaseDrift], spec_version: str) -> str:
                 since = seen[diff.key]
                 mark = f"  (since {since})" if since != drift.version else ""
                 lines.append(f"    {_sign(diff.kind)} {diff.subject}: {diff.detail}{mark}")
+        before, dropped = went.get(drift.version, ("", []))
+        if dropped:
+            lines.append(f"  no longer (shown by {before})")
+        for diff in dropped:
+            lines.append(f"    = {diff.kind} {diff.subject}: {diff.detail}")
         lines.append("")
     return "\n".join(lines)
 
@@ -66,6 +85,7 @@ def render_text(drifts: list[ReleaseDrift], spec_version: str) -> str:
 def to_json(drifts: list[ReleaseDrift], spec_version: str) -> dict[str, Any]:
     """Per release its differences; `matrix`: each difference key -> release -> shown."""
     seen = first_seen(drifts)
+    went = gone(drifts)
     ran = [d for d in drifts if d.error is None]
     return {
         "spec_version": spec_version,
@@ -83,6 +103,10 @@ def to_json(drifts: list[ReleaseDrift], spec_version: str) -> dict[str, Any]:
                         "since": seen[x.key],
                     }
                     for x in d.differences
+                ],
+                "gone": [
+                    {"kind": x.kind, "subject": x.subject, "detail": x.detail}
+                    for x in went.get(d.version, ("", []))[1]
                 ],
             }
             for d in drifts
