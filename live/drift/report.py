@@ -9,9 +9,10 @@ hand) is named too, not only left out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .behaviour import Behaviour, Change
 from .compare import Difference
 
 _GROUPS = (
@@ -114,6 +115,61 @@ def to_json(drifts: list[ReleaseDrift], spec_version: str) -> dict[str, Any]:
         "matrix": {
             key: {d.version: any(x.key == key for x in d.differences) for d in ran} for key in seen
         },
+    }
+
+
+def render_behaviour(behaviour: Behaviour) -> str:
+    """Who answered, then per pair of releases each request answered differently."""
+    lines = [
+        f"Behaviour: {len(behaviour.cases)} requests (live/drift/corpus.py) answered by each "
+        "release's own app over a simulated engine core"
+    ]
+    for release in behaviour.releases:
+        if release.skipped is not None:
+            lines.append(f"  vLLM {release.version}: skipped: {release.skipped}")
+        else:
+            took = f" in {release.seconds:.0f} s" if release.seconds else ""
+            lines.append(f"  vLLM {release.version}: {len(release.outcomes)} answers{took}")
+    by_pair: dict[tuple[str, str], list[Change]] = {}
+    for change in behaviour.changes:
+        by_pair.setdefault((change.before, change.after), []).append(change)
+    for (before, after), found in by_pair.items():
+        count = f"{len(found)} request{'s' * (len(found) != 1)}"
+        lines.append(f"  {before} -> {after}: {count} answered differently")
+        for change in found:
+            lines.append(f"    ~ {change.kind} {change.case} ({change.request})")
+            lines.append(f"        {before}: {change.was.describe()}")
+            lines.append(f"        {after}: {change.now.describe()}")
+    if not by_pair and sum(r.skipped is None for r in behaviour.releases) > 1:
+        lines.append("  every request answered alike by every release")
+    return "\n".join(lines) + "\n"
+
+
+def behaviour_json(behaviour: Behaviour) -> dict[str, Any]:
+    """Every release's answers (status, message, type, param), and the changes between them."""
+    return {
+        "requests": len(behaviour.cases),
+        "releases": [
+            {
+                "version": r.version,
+                "skipped": r.skipped,
+                "seconds": r.seconds,
+                "answers": {name: asdict(o) for name, o in r.outcomes.items()},
+            }
+            for r in behaviour.releases
+        ],
+        "changes": [
+            {
+                "request": c.case,
+                "route": c.request,
+                "kind": c.kind,
+                "from": c.before,
+                "to": c.after,
+                "before": asdict(c.was),
+                "after": asdict(c.now),
+            }
+            for c in behaviour.changes
+        ],
     }
 
 
