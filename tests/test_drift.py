@@ -20,7 +20,7 @@ from live.drift import cli
 from live.drift.compare import compare
 from live.drift.fetch import Source, cached_wheel, dists_for
 from live.drift.pairing import Pair, UnionPair
-from live.drift.report import ReleaseDrift, first_seen, render_text, to_json
+from live.drift.report import ReleaseDrift, first_seen, gone, render_text, to_json
 from live.drift.surface import PROTOCOL_MODULE, SourceIndex, routes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -226,6 +226,38 @@ def test_report_marks_what_an_earlier_release_already_showed(tree: Path) -> None
     matrix = to_json(drifts, "0.32.0-tito.1")["matrix"]
     assert matrix[diffs[0].key] == {"0.33.0": True, "0.34.0": True}
     assert matrix[diffs[1].key] == {"0.33.0": False, "0.34.0": True}
+
+
+ABORT_SCHEMA = {
+    "type": "object",
+    "required": ["request_ids"],
+    "properties": {"request_ids": {"anyOf": [{"type": "array"}, {"type": "string"}]}},
+}
+ABORT_MODEL = """
+class AbortRequestsRequest(BaseModel):
+    request_ids: str | list[str]
+"""
+
+
+def test_a_body_read_by_hand_is_named_and_so_is_its_model_arriving(tree: Path) -> None:
+    pairs = (*PAIRS, Pair("AbortRequestsRequest", "AbortRequest", "input", by_hand=True))
+    spec = {**SPEC, "components": {"schemas": {**SPEC["components"]["schemas"]}}}
+    spec["components"]["schemas"]["AbortRequest"] = ABORT_SCHEMA
+    before = compare(SourceIndex(Source("t", tree)), spec, pairs, UNIONS)
+    by_hand = "model-missing AbortRequest: vLLM has no AbortRequestsRequest: no model validates"
+    assert any(d.key.startswith(by_hand) for d in before)
+    protocol = tree / PKG / "protocol.py"
+    protocol.write_text(protocol.read_text() + textwrap.dedent(ABORT_MODEL), encoding="utf-8")
+    after = compare(SourceIndex(Source("t", tree)), spec, pairs, UNIONS)
+    assert not any(d.subject == "AbortRequest" for d in after)  # the model matches the schema
+    drifts = [ReleaseDrift("0.33.0", differences=before), ReleaseDrift("0.34.0", differences=after)]
+    assert [d.key for d in gone(drifts)["0.34.0"][1]] == [
+        d.key for d in before if d.key.startswith(by_hand)
+    ]
+    text = render_text(drifts, "0.32.0-tito.1")
+    assert "  no longer (shown by 0.33.0)\n    = model-missing AbortRequest: " in text
+    release = to_json(drifts, "0.32.0-tito.1")["releases"][1]
+    assert [g["subject"] for g in release["gone"]] == ["AbortRequest"]
 
 
 def test_cli_reads_a_source_tree_and_writes_json(tree: Path, tmp_path: Path, capsys) -> None:

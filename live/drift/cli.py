@@ -2,8 +2,11 @@
 
 Reads each release's own Python sources (from its wheel, downloaded once and cached; no torch,
 no GPU) and compares its routes, request and response models and enums with
-`openapi/tito.yaml`. Exit 0 when every release was read (differences are information, not
-failures), 2 on a usage error or a release that could not be downloaded or read.
+`openapi/tito.yaml`. With `--behaviour`, each release's own app (its installed frontend
+environment, a simulated engine core) also answers the request corpus, and every request
+answered differently from the release before is named. Exit 0 when every release was read
+(differences are information, not failures; a release without an environment is skipped with
+the reason), 2 on a usage error or a release that could not be downloaded or read.
 """
 
 from __future__ import annotations
@@ -19,9 +22,12 @@ import yaml
 from live.releases import parse_versions
 from openapi import spec_path
 
+from . import behaviour
+from .behaviour import Behaviour
 from .compare import compare
+from .corpus import behaviour_corpus
 from .fetch import FetchError, Source, cache_root, release_source
-from .report import ReleaseDrift, render_text, to_json
+from .report import ReleaseDrift, behaviour_json, render_behaviour, render_text, to_json
 from .surface import TITO_PACKAGE, SourceIndex
 
 
@@ -49,6 +55,33 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--offline", action="store_true", help="use cached wheels only")
     p.add_argument("--spec", type=Path, default=None, help="the spec (default: the kit's)")
+    p.add_argument(
+        "--behaviour",
+        action="store_true",
+        help="also send the request corpus to each release's own app and name the requests "
+        "answered differently between releases (needs each release's frontend-V environment "
+        "under the release root, $TITO_VLLM_VENVS or ~/.cache/tito-conformance/vllm; one to "
+        "three minutes each)",
+    )
+    p.add_argument(
+        "--install-releases",
+        action="store_true",
+        help="--behaviour, installing missing release environments first as `tito-mock "
+        "--real-frontend V` does (about 3 GB and a few minutes each)",
+    )
+    p.add_argument(
+        "--behaviour-record",
+        type=Path,
+        metavar="DIR",
+        help="keep each release's answers (V.json) and log (V.log) of --behaviour here "
+        "(default: drift-behaviour/ in the cache)",
+    )
+    p.add_argument(
+        "--behaviour-from",
+        type=Path,
+        metavar="DIR",
+        help="--behaviour from the answers recorded in DIR (V.json) instead of running",
+    )
     return p
 
 
@@ -71,11 +104,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     drifts = [_release(v, cache, args.offline, spec) for v in versions]
     drifts += [_tree(d, spec) for d in args.source]
     print(render_text(drifts, spec_version), end="")
+    data = to_json(drifts, spec_version)
+    if args.behaviour or args.behaviour_from or args.install_releases:
+        record = args.behaviour_record or cache / "drift-behaviour"
+        answers = _behaviour(versions, args.behaviour_from, record, args.install_releases)
+        print(render_behaviour(answers), end="")
+        data["behaviour"] = behaviour_json(answers)
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(to_json(drifts, spec_version), indent=2, default=str)
-        args.json.write_text(text + "\n", encoding="utf-8")
+        args.json.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
     return 2 if any(d.error is not None for d in drifts) else 0
+
+
+def _behaviour(versions: list[str], given: Path | None, record: Path, install: bool) -> Behaviour:
+    """Each release's answers: recorded ones when given, else its own app's, in order."""
+    cases = behaviour_corpus()
+    releases = []
+    for version in versions:
+        if given is not None:
+            releases.append(behaviour.recorded(version, given))
+            continue
+        why = behaviour.install(version) if install else None
+        if why is not None:
+            releases.append(behaviour.ReleaseBehaviour(version, skipped=why))
+            continue
+        releases.append(behaviour.run(version, cases, record=record))
+    return Behaviour(cases, releases)
 
 
 def _release(version: str, cache: Path, offline: bool, spec: dict) -> ReleaseDrift:

@@ -20,7 +20,7 @@ class Pair:
     spec: str  # a pointer under components/schemas: `Name`, `Name/oneOf/1`, `Name/properties/x`
     view: View
     subset: bool = False  # the spec describes only some fields (OpenAI bodies): no "added"
-    optional: bool = False  # a release may read the body without a model (abort before 0.34)
+    by_hand: bool = False  # a release may read the body by hand (abort before 0.34): said so
 
 
 PAIRS: tuple[Pair, ...] = (
@@ -30,7 +30,7 @@ PAIRS: tuple[Pair, ...] = (
     Pair("StreamOptions", "StreamOptions", "input"),
     Pair("MultiModalFeatures", "MultiModalFeatures", "input"),
     Pair("PlaceholderRangeInfo", "PlaceholderRange", "input"),
-    Pair("AbortRequestsRequest", "AbortRequest", "input", optional=True),
+    Pair("AbortRequestsRequest", "AbortRequest", "input", by_hand=True),
     Pair("ChatCompletionRequest", "RenderChatRequest", "input", subset=True),
     Pair("CompletionRequest", "RenderCompletionRequest", "input", subset=True),
     Pair("DerenderChatRequest", "DerenderChatRequest/oneOf/0", "input"),
