@@ -191,6 +191,7 @@ def whole_acting(
         return time.monotonic() - started
 
     def run() -> None:
+        line.request_sent_s = now()  # at the latest: the worker may start late on a busy client
         try:
             box["reply"] = send()
         except BaseException as exc:
@@ -216,4 +217,6 @@ def whole_acting(
     if "reply" not in box:
         raise AssertionError(f"the non-streamed request never answered within {timeout:g} s")
     reply: Reply = box["reply"]
+    if reply.exchange.body_sent_at is not None:
+        line.request_sent_s = reply.exchange.body_sent_at - started
     return reply

@@ -25,6 +25,10 @@ class Exchange:
     events: list[str] = field(default_factory=list)
     error: str = ""
     elapsed_s: float | None = None  # from sending to the status line
+    body_sent_at: float | None = None
+    """`time.monotonic()` once the whole request was written to the socket (httpcore's trace;
+    None in-process or before then): when the server can first have it, whatever the client's
+    threads did before."""
 
     def curl(self) -> str:
         """A curl command that replays the request (the API key is left as $TITO_API_KEY)."""

@@ -90,7 +90,7 @@ class Client(Sender):
         out = Outgoing(self, exchange, f"{method} {path}", timeout or self.timeout, body)
         with (
             out.answered(),
-            self._http.stream(**out.args(self.timeouts.for_httpx(out.limit))) as answer,
+            self._http.stream(**out.args(self.timeouts.for_httpx(out.limit), True)) as answer,
         ):
             exchange.response_body = read_bounded(answer, *out.received(answer))
         return out.reply()

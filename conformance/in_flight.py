@@ -222,6 +222,15 @@ def fastest(s: Session, plan: Plan) -> float | None:
     return s.remember("fastest", Fastest).of(alone, sample)
 
 
+def known_whole(s: Session, line: Timeline) -> float | None:
+    """When the server provably knew a non-streamed request: its first token due after the
+    request was written out. From the line's start instead, a busy client whose worker thread
+    sent late would count actions that reached the server before the request did."""
+    if line.request_sent_s is None:
+        return None
+    return line.request_sent_s + (s.limits.ttft_s or 0.0)
+
+
 def proven(
     s: Session, line: Timeline, plan: Plan, proofs: tuple[Proof, ...], known_s: float | None
 ) -> Outcome:
@@ -256,7 +265,7 @@ def overlapped(
         else:
             outcome = Outcome.RAN if line.ran_to_end() else Outcome.TOO_CLOSE
         if outcome is Outcome.RAN:
-            known = line.first_token_s if line.body is None else s.limits.ttft_s
+            known = line.first_token_s if line.body is None else known_whole(s, line)
             outcome = proven(s, line, plan, proofs, known)
         if outcome is not Outcome.TOO_CLOSE:
             return line, outcome

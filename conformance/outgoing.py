@@ -31,14 +31,21 @@ class Outgoing:
     """The JSON body sent (`MISSING`: none), which sets how large a correct answer may be."""
     started: float = field(default_factory=time.monotonic)
 
-    def args(self, timeout: httpx.Timeout | None = None) -> dict[str, Any]:
-        """httpx's `stream` arguments: the recorded request as it goes on the wire."""
+    def args(self, timeout: httpx.Timeout | None = None, traced: bool = False) -> dict[str, Any]:
+        """httpx's `stream` arguments: the recorded request as it goes on the wire (`traced`,
+        sync clients only: the moment its body was written is recorded on the exchange)."""
         exchange = self.exchange
         args: dict[str, Any] = {"method": exchange.method, "url": exchange.url}
         args.update(content=exchange.body, headers=wire(exchange.headers))
         if timeout is not None:
             args["timeout"] = timeout
+        if traced:
+            args["extensions"] = {"trace": self._trace}
         return args
+
+    def _trace(self, event: str, info: dict[str, Any]) -> None:
+        if event == "http11.send_request_body.complete":
+            self.exchange.body_sent_at = time.monotonic()
 
     @property
     def max_bytes(self) -> int:

@@ -46,6 +46,9 @@ class Timeline:
     """The first answer to the action."""
     ended_s: float | None = None
     body: dict[str, Any] | None = None  # the non-streamed answer
+    request_sent_s: float | None = None
+    """A non-streamed request: when its body was written to the socket (else when its worker
+    began sending it), since the line's start."""
     n: int = 1  # sequences asked for
     actions: list[tuple[float, float]] = field(default_factory=list)
     """(sent, answered) of every repeat of the action (the first is `action_sent_s`, ...)."""

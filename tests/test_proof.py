@@ -3,6 +3,8 @@ evidence a slower client cannot manufacture, and every in-flight requirement say
 
 from __future__ import annotations
 
+import pytest
+
 from conformance.proof import SAMPLES, SHARE, Fastest, Proof, bound_proof
 from conformance.requirements import by_id
 
@@ -67,3 +69,22 @@ def test_the_fastest_completion_is_the_least_of_its_samples() -> None:
 
 def test_a_shape_that_never_completes_has_no_bound() -> None:
     assert Fastest().of("shape", lambda: None) is None
+
+
+def test_a_non_streamed_request_is_known_from_when_it_left_the_client() -> None:
+    """Issue 28, seen under load: a worker thread sent its request late, the aborts it repeated
+    before reached a server that had no such request yet, and the bound counted them from the
+    line's start. Known is the body's write plus the first-token wait, or nothing."""
+    from types import SimpleNamespace
+
+    from conformance.in_flight import known_whole
+    from conformance.timeline import Timeline
+
+    s = SimpleNamespace(limits=SimpleNamespace(ttft_s=0.005))
+    line = Timeline(4092, "r")
+    assert known_whole(s, line) is None  # type: ignore[arg-type]
+    line.request_sent_s = 0.2
+    assert known_whole(s, line) == pytest.approx(0.205)  # type: ignore[arg-type]
+    # an abort answered at 100 ms proves nothing about a request written at 200 ms
+    assert bound_proof([(0.057, 0.1)], known_whole(s, line), 0.6) is None  # type: ignore[arg-type]
+    assert bound_proof([(0.21, 0.25)], known_whole(s, line), 0.6) is not None  # type: ignore[arg-type]
