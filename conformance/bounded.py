@@ -62,6 +62,14 @@ class ServerBroke(AssertionError):
         self.timed_out = timed_out
 
 
+class PastDeadline(ServerBroke):
+    """A stream still sending when its wall clock ran out: the client stopped reading. Only a
+    verdict where the clock is the requirement's; in flight, a slow reader can cause it."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, True)
+
+
 @dataclass
 class Reply:
     exchange: Exchange
@@ -145,7 +153,7 @@ class _BoundedResponse:
                 raise ServerBroke(f"stream exceeded {self._max_bytes} bytes; stopped reading")
             if time.monotonic() > self._deadline:
                 self._on_stall()
-                raise ServerBroke("stream did not end before its deadline; stopped reading", True)
+                raise PastDeadline("stream did not end before its deadline; stopped reading")
             yield text
 
 
@@ -195,7 +203,7 @@ class Stream:
                     )
                 if time.monotonic() > bounded._deadline:
                     bounded._on_stall()
-                    raise ServerBroke("stream did not end before its deadline; stopped", True)
+                    raise PastDeadline("stream did not end before its deadline; stopped")
                 yield chunk
         except httpx.HTTPError as exc:
             raise _cut_off(self.exchange, exc, bounded._on_stall) from None
@@ -241,7 +249,7 @@ class AsyncStream:
                 if self.read_bytes > self._max_bytes:
                     raise ServerBroke(f"stream exceeded {self._max_bytes} bytes; stopped reading")
                 if time.monotonic() > self._deadline:
-                    raise ServerBroke("stream did not end before its deadline; stopped", True)
+                    raise PastDeadline("stream did not end before its deadline; stopped")
                 yield chunk
         except httpx.HTTPError as exc:
             raise _cut_off(self.exchange, exc) from None

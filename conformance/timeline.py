@@ -46,6 +46,8 @@ class Timeline:
     """The first answer to the action."""
     ended_s: float | None = None
     body: dict[str, Any] | None = None  # the non-streamed answer
+    unread: bool = False
+    """The client's wall clock ran out while the stream still sent: its end was never seen."""
     request_sent_s: float | None = None
     """A non-streamed request: when its body was written to the socket (else when its worker
     began sending it), since the line's start."""
@@ -112,6 +114,8 @@ class Timeline:
         action went out."""
         if self.landed():
             return Outcome.LANDED
+        if self.unread:
+            return Outcome.TOO_CLOSE  # its end was never read: nothing to judge
         if self.action_sent_s is None and not self.actions:
             return Outcome.TOO_CLOSE  # no action went out (no token was seen): nothing to judge
         if not self.ran_to_end():
@@ -138,6 +142,7 @@ class Timeline:
             f"action was sent at {at(self.action_sent_s)} and answered {status} at "
             f"{at(self.action_answered_s)}{repeats}; the request ended at {at(self.ended_s)} with "
             f"finish_reason {self.finish_reason!r} after {self.tokens} tokens"
+            + ("; the client's deadline ran out before it read the end" if self.unread else "")
             + (f"; {self.proof}" if self.proof else "")
         )
 

@@ -88,3 +88,24 @@ def test_a_non_streamed_request_is_known_from_when_it_left_the_client() -> None:
     # an abort answered at 100 ms proves nothing about a request written at 200 ms
     assert bound_proof([(0.057, 0.1)], known_whole(s, line), 0.6) is None  # type: ignore[arg-type]
     assert bound_proof([(0.21, 0.25)], known_whole(s, line), 0.6) is not None  # type: ignore[arg-type]
+
+
+def test_a_stream_the_client_stopped_reading_is_too_close_to_judge() -> None:
+    """Seen at load 9: WV-009 failed "stream did not end before its deadline" on a correct mock
+    whose stream was still sending. An unread end is nothing to judge, never a FAIL; a stream
+    past its tokens still fails."""
+    from conformance.bounded import PastDeadline
+    from conformance.in_flight import _read_till_deadline
+    from conformance.timeline import Outcome, Timeline
+
+    line = Timeline(8, "r")
+    line.chunks.append((0.01, {"choices": [{"index": 0, "token_ids": [1, 2, 3]}]}))
+    line.actions.append((0.02, 0.03))
+    with _read_till_deadline(line):
+        raise PastDeadline("stream did not end before its deadline; stopped")
+    assert line.unread and line.outcome() is Outcome.TOO_CLOSE
+    assert "deadline ran out" in line.describe()
+    endless = Timeline(2, "r")
+    endless.chunks.append((0.01, {"choices": [{"index": 0, "token_ids": [1, 2, 3]}]}))
+    with pytest.raises(PastDeadline), _read_till_deadline(endless):
+        raise PastDeadline("stream did not end before its deadline; stopped")
