@@ -65,7 +65,9 @@ class _FastServer:
         reason = "abort" if self.aborted.wait(self.runs_s) else "length"
         self.running.clear()
         answer = {"choices": [{"index": 0, "token_ids": [1], "finish_reason": reason}]}
-        return SimpleNamespace(status=200, body=b"", json=lambda: answer)
+        return SimpleNamespace(
+            status=200, body=b"", json=lambda: answer, exchange=SimpleNamespace(body_sent_at=None)
+        )
 
 
 def test_an_action_reaches_a_request_that_lasts_a_few_milliseconds() -> None:
