@@ -120,7 +120,7 @@ def create_app(config: MockConfig) -> Starlette:
             Route("/weight_info", info, methods=["GET"]),
         ]
         if config.release.pause_rejects:
-            routes += pause_routes(state)
+            routes += pause_routes(state.config, state.engine, state.paused)
     elif config.tokens_only or config.policies.gate.legacy_abort_everywhere:
         routes.append(Route("/abort_requests", AbortEndpoint(state, legacy=True), methods=["POST"]))
     served = {route.path for route in routes}  # a release may leave generate unregistered

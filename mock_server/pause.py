@@ -17,17 +17,15 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from mock_server.config import MockConfig
+from mock_server.engine import Engine
 from mock_server.errors import ApiError, ValidationFailure, validation_item
 from mock_server.gating import answered
-
-if TYPE_CHECKING:
-    from mock_server.state import AppState
 
 MODES = ("abort", "wait", "keep")
 PAUSED = "Generation is paused. Please retry after it resumes."
@@ -74,8 +72,8 @@ def _query(request: Request) -> tuple[str, bool]:
     return mode, raw.lower() in _TRUE
 
 
-def pause_routes(state: AppState) -> list[Route]:
-    cfg, engine, paused = state.config, state.engine, state.paused
+def pause_routes(cfg: MockConfig, engine: Engine, paused: Paused) -> list[Route]:
+    """Takes the parts, not the `AppState` that holds a `Paused`: no import cycle."""
 
     async def pause(request: Request) -> JSONResponse:
         mode, _ = _query(request)  # clear_cache: deprecated, nothing to clear here
