@@ -29,6 +29,10 @@ class Exchange:
     """`time.monotonic()` once the whole request was written to the socket (httpcore's trace;
     None in-process or before then): when the server can first have it, whatever the client's
     threads did before."""
+    head_at: float | None = None
+    """`time.monotonic()` once the answer's head was read (httpcore's trace, as above): a
+    non-streamed answer's head leaves the server once its generation has ended, so the two
+    together time the server, not how fast the client reads the body."""
 
     def curl(self) -> str:
         """A curl command that replays the request (the API key is left as $TITO_API_KEY)."""

@@ -46,6 +46,8 @@ class Outgoing:
     def _trace(self, event: str, info: dict[str, Any]) -> None:
         if event == "http11.send_request_body.complete":
             self.exchange.body_sent_at = time.monotonic()
+        elif event == "http11.receive_response_headers.complete":
+            self.exchange.head_at = time.monotonic()
 
     @property
     def max_bytes(self) -> int:

@@ -43,9 +43,10 @@ class Proof(StrEnum):
 
 class Fastest:
     """The fastest completion seen per request shape (seconds, the client's wall clock from
-    sending a non-streamed request to its whole answer). Filled by `sample` (the caller's
-    function sends the request once and says how long it took, None: it did not complete),
-    and by any completion seen on the way (`seen`)."""
+    writing a non-streamed request to reading its answer's head, which leaves the server once
+    the generation has ended: the body's reading is the client's pace). Filled by `sample`
+    (the caller's function sends the request once and says how long it took, None: it did
+    not complete), and by any completion seen on the way (`seen`)."""
 
     def __init__(self) -> None:
         self._times: dict[Hashable, list[float]] = {}

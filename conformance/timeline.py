@@ -172,8 +172,12 @@ def token_count(chunk: dict[str, Any]) -> int:
 
 def completed_in(client: Client, body: dict[str, Any], plan: Plan, **how: Any) -> float | None:
     """One sample of `proof.Fastest`: the seconds from sending `body` (non-streamed, `plan`'s
-    request) to its whole answer, or None unless it ran to its end (an abort, a short answer,
-    an error or no answer tells nothing of how fast the whole request completes)."""
+    request) to its answer's head, or None unless it ran to its end (an abort, a short answer,
+    an error or no answer tells nothing of how fast the whole request completes).
+
+    The head, not the whole body: a non-streamed answer leaves the server once generated, and
+    how slowly the client then reads a long body is its own pace, never the server's (a slow
+    reader made the bound twice the generation and a correct server fail ABORT-003)."""
     started = time.monotonic()
     try:
         reply = client.post(GENERATE, body, **how)
@@ -181,6 +185,11 @@ def completed_in(client: Client, body: dict[str, Any], plan: Plan, **how: Any) -
         data = reply.json() if reply.status == 200 else None
     except (ServerBroke, Unsendable):
         return None
+    sent, head = reply.exchange.body_sent_at, reply.exchange.head_at
+    if sent is not None and head is not None:
+        took = head - sent
+    elif reply.exchange.elapsed_s is not None:
+        took = reply.exchange.elapsed_s
     body_seen = data if isinstance(data, dict) else {}
     whole = Timeline(plan.max_tokens, "", n=plan.n, body=body_seen)
     return took if body_seen and whole.ran_to_end() else None

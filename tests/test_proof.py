@@ -109,3 +109,54 @@ def test_a_stream_the_client_stopped_reading_is_too_close_to_judge() -> None:
     endless.chunks.append((0.01, {"choices": [{"index": 0, "token_ids": [1, 2, 3]}]}))
     with pytest.raises(PastDeadline), _read_till_deadline(endless):
         raise PastDeadline("stream did not end before its deadline; stopped")
+
+
+def test_the_fastest_completion_is_timed_to_the_answers_head_not_its_body() -> None:
+    """Issue 28, seen with the slow-reader relay: the fastest completion, timed to the whole
+    body, was the client's reading of 4,092 tokens (twice the generation), so an abort that
+    came after a correct server's natural end was taken as proof and ABORT-003 failed. A
+    server that answers its head at once and then dribbles its body for 0.6 s completed in
+    well under that."""
+    import json
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from conformance.http import Client
+    from conformance.plans import Plan
+    from conformance.timeline import completed_in
+
+    answer = json.dumps(
+        {"choices": [{"index": 0, "token_ids": [7] * 64, "finish_reason": "length"}]}
+    ).encode()
+
+    class Dribble(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.flush()
+            for at in range(0, len(answer), 32):
+                self.wfile.write(answer[at : at + 32])
+                self.wfile.flush()
+                time.sleep(0.6 * 32 / len(answer))
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Dribble)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    client = Client(f"http://127.0.0.1:{server.server_address[1]}", timeout=10.0)
+    try:
+        body = {"token_ids": [1, 2], "sampling_params": {"max_tokens": 64}}
+        started = time.monotonic()
+        took = completed_in(client, body, Plan(64, 1, None))
+        whole = time.monotonic() - started
+    finally:
+        client.close()
+        server.shutdown()
+        server.server_close()
+    assert whole >= 0.5, "the body was not dribbled: the test proves nothing"
+    assert took is not None and took < 0.25, (took, whole)
