@@ -98,6 +98,13 @@ def parser() -> argparse.ArgumentParser:
         help="also diff the mock (same flags) against the real server, per profile",
     )
     p.add_argument(
+        "--diff-profile",
+        action="append",
+        metavar="NAME",
+        help="--diff in this profile only (repeatable; implies --diff): one server start runs "
+        "the suite, the fuzz and the diff where the diff is wanted",
+    )
+    p.add_argument(
         "--fuzz",
         action="store_true",
         help="also fuzz each profile's server (schemathesis, out-of-vocabulary group last) and "
@@ -150,6 +157,13 @@ def backend_from(args: argparse.Namespace) -> Backend:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     profiles = profiles_for(args.backend, args.profile)
+    if args.diff_profile:
+        args.diff = True
+        unknown = set(args.diff_profile) - {p.name for p in profiles}
+        if unknown:
+            message = f"--diff-profile {', '.join(sorted(unknown))}: not a profile of this run"
+            print(f"tito-conformance live: error: {message}", file=sys.stderr)
+            return 2
     if args.dp and all(p.name != "dp" for p in profiles):
         profiles += profiles_for(args.backend, ["dp"])
     if args.backend in ("cpu", "frontend") and any(p.gpu_only for p in profiles):

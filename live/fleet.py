@@ -121,7 +121,7 @@ def _deployment(
             report.harness_error = f"the deployment did not start: {exc}"
             return report
         report = _suite(replace(config, base_url=router.url), args)
-        if args.diff:
+        if args.diff and profile.name in (getattr(args, "diff_profile", None) or [profile.name]):
             said = _diff(router, engines[0], profile, out, report.server.version, args)
             (out / f"diff-{profile.name}.txt").write_text(said + "\n", encoding="utf-8")
             print(said, flush=True)

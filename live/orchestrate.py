@@ -48,7 +48,9 @@ def run_profile(
         progress.update("starting the server")
         with server:
             run = run_suite(server, config)
-            if args.diff:
+            if args.diff and profile.name in (
+                getattr(args, "diff_profile", None) or [profile.name]
+            ):
                 if not server.alive:
                     server.restart()
                 progress.update("mock-vs-real diff")

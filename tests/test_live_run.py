@@ -101,6 +101,20 @@ def test_the_fidelity_diff_step_runs_the_suite_diff(tmp_path: Path) -> None:
     assert "fidelity gate: 10 cases, 0 differences" in (tmp_path / "diff-disabled.txt").read_text()
 
 
+def test_a_diff_profile_diffs_that_profile_only(tmp_path: Path) -> None:
+    """`--diff-profile` (live-frontend's releases): one server start per profile runs the suite
+    and the fuzz, and the diff only where it is named."""
+    code = cli.main(["--backend", "mock", "--profile", "disabled", "--profile", "tokens-only",
+                     "--out", str(tmp_path), "--diff-profile", "disabled"])  # fmt: skip
+    gate = (tmp_path / "gate.txt").read_text()
+    assert "fidelity diff [disabled] mock vs real: same" in gate
+    assert "fidelity diff [tokens-only]" not in gate
+    assert not (tmp_path / "diff-tokens-only.json").exists()
+    assert code == 0
+    wrong = ["--backend", "mock", "--profile", "disabled", "--diff-profile", "api-key"]
+    assert cli.main([*wrong, "--out", str(tmp_path / "wrong")]) == 2
+
+
 def test_the_intended_list_names_real_cases_and_profiles() -> None:
     entries = load_intended()
     assert entries and all(e.reason and (e.cases or e.captures) for e in entries)
