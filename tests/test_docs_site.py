@@ -1,10 +1,11 @@
 """The docs site's own contract, checked without MkDocs (`tox -e docs` builds it with --strict):
-every page's generated part has a generator that still finds its data, and the generated
-catalogue lists every requirement."""
+the README stays a short front page whose commands CI runs, every page's generated part has a
+generator that still finds its data, and the generated catalogue lists every requirement."""
 
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 from types import ModuleType
 
@@ -13,6 +14,7 @@ import pytest
 from conformance.requirements import all_requirements
 
 ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
 PAGES = sorted((ROOT / "docs").rglob("*.md"))
 
 
@@ -25,6 +27,20 @@ def _hooks() -> ModuleType:
 
 
 hooks = _hooks()
+
+
+def test_the_readme_is_a_short_front_page_with_the_commands_ci_runs() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 150
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    for command in ("python3 bootstrap.py -e conformance", "python3 bootstrap.py -e py"):
+        assert command in text and command in ci, command
+
+
+def test_the_readme_links_resolve() -> None:
+    links = re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", README.read_text(encoding="utf-8"))
+    assert links
+    assert [link for link in links if not (ROOT / link).exists()] == []
 
 
 def test_every_marker_names_a_generator_or_a_file() -> None:
