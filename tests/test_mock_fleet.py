@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -31,12 +29,8 @@ from mock_server.fleet import (
 from mock_server.harness import TitoMock
 from mock_server.testing import free_port
 
-pytest_plugins = ["pytester"]
-
 GENERATE = "/inference/v1/generate"
 ABORT = "/inference/v1/abort_requests"
-README = Path(__file__).resolve().parents[1] / "README.md"
-SECTION = "## Fleets: testing rollout code against a router"
 
 
 def body(max_tokens: int = 3, stream: bool = False) -> dict[str, Any]:
@@ -155,17 +149,6 @@ def test_tito_mock_engines_serves_a_fleet_until_stopped() -> None:
     for url in engines:
         with pytest.raises(httpx.ConnectError):
             httpx.get(url + "/health")
-
-
-def test_the_readme_fleet_example_passes(pytester: pytest.Pytester) -> None:
-    text = README.read_text(encoding="utf-8")
-    start = text.index(SECTION)
-    section = text[start : text.index("\n## ", start + len(SECTION))]
-    examples = re.findall(r"```python\n(.*?)```", section, flags=re.S)
-    assert len(examples) == 1
-    pytester.makepyfile(test_fleet_example=examples[0])
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1)
 
 
 # -- /metrics ------------------------------------------------------------------------------------
