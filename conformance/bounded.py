@@ -63,8 +63,9 @@ class ServerBroke(AssertionError):
 
 
 class PastDeadline(ServerBroke):
-    """A stream still sending when its wall clock ran out: the client stopped reading. Only a
-    verdict where the clock is the requirement's; in flight, a slow reader can cause it."""
+    """An answer (a stream, or a plain body after its head) still coming when its wall clock
+    ran out: the client stopped reading. Only a verdict where the clock is the requirement's;
+    in flight, a slow reader can cause it."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message, True)
@@ -282,9 +283,7 @@ class _Body:
         if self.size > self.max_bytes:
             raise ServerBroke(f"response body exceeded {self.max_bytes} bytes; stopped reading")
         if time.monotonic() > self.deadline:
-            raise ServerBroke(
-                "response body did not end before its deadline; stopped reading", True
-            )
+            raise PastDeadline("response body did not end before its deadline; stopped reading")
 
 
 def read_bounded(response: httpx.Response, deadline: float, max_bytes: int = MAX_BODY) -> bytes:

@@ -47,7 +47,9 @@ class Timeline:
     ended_s: float | None = None
     body: dict[str, Any] | None = None  # the non-streamed answer
     unread: bool = False
-    """The client's wall clock ran out while the stream still sent: its end was never seen."""
+    """The client's wall clock ran out while the answer still came: its end was never seen."""
+    whole: bool = False
+    """A non-streamed request (its answer is `body` once read)."""
     request_sent_s: float | None = None
     """A non-streamed request: when its body was written to the socket (else when its worker
     began sending it), since the line's start."""

@@ -160,3 +160,23 @@ def test_the_fastest_completion_is_timed_to_the_answers_head_not_its_body() -> N
         server.server_close()
     assert whole >= 0.5, "the body was not dribbled: the test proves nothing"
     assert took is not None and took < 0.25, (took, whole)
+
+
+def test_a_body_the_client_could_not_read_in_time_is_too_close_to_judge() -> None:
+    """Issue 28, behind the slow-reader relay: an ignored abort left a 4,092 x 2 token body
+    that the client could not read within its deadline, and ABORT-003 failed on "response
+    body did not end before its deadline", which a slow client alone can cause."""
+    import time
+
+    from conformance.bounded import PastDeadline, _Body
+    from conformance.in_flight import _read_till_deadline
+    from conformance.timeline import Outcome, Timeline
+
+    late = _Body(deadline=time.monotonic() - 1, max_bytes=1 << 20)
+    with pytest.raises(PastDeadline):
+        late.add(b"{")
+    line = Timeline(4092, "r", n=2, whole=True)
+    line.actions.append((0.02, 0.03))
+    with _read_till_deadline(line):
+        late.add(b"{")
+    assert line.unread and line.outcome() is Outcome.TOO_CLOSE
