@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from .bounded import ClientBroke
 from .http import Client, Reply, ServerBroke, Unsendable, sse_data
 
 if TYPE_CHECKING:
@@ -185,7 +186,7 @@ def completed_in(client: Client, body: dict[str, Any], plan: Plan, **how: Any) -
         reply = client.post(GENERATE, body, **how)
         took = time.monotonic() - started
         data = reply.json() if reply.status == 200 else None
-    except (ServerBroke, Unsendable):
+    except (ServerBroke, Unsendable, ClientBroke):  # no sample: no bound, never a proof
         return None
     sent, head = reply.exchange.body_sent_at, reply.exchange.head_at
     if sent is not None and head is not None:
