@@ -5,6 +5,7 @@ short; what the engines did is read from each engine's own `/mock/stats`."""
 from __future__ import annotations
 
 import json
+import socket
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -61,12 +62,15 @@ def stats(engines: list[str]) -> list[dict[str, Any]]:
     return [httpx.get(url + "/mock/stats").json() for url in engines]
 
 
-def totals(engines: list[str]) -> dict[str, int]:
-    """Summed over the engines, once none of them runs a request any more."""
-    deadline = time.monotonic() + 5
+def totals(engines: list[str], received: int = 0) -> dict[str, int]:
+    """Summed over the engines, once they received `received` requests in all and none of them
+    runs one any more (a busy machine forwards late: counted early, a request that had not
+    arrived yet ended in the next test's window)."""
+    deadline = time.monotonic() + 30
     while True:
         now = stats(engines)
-        if all(s["in_flight"] == 0 for s in now) or time.monotonic() > deadline:
+        arrived = sum(s["received"] for s in now) >= received
+        if arrived and all(s["in_flight"] == 0 for s in now) or time.monotonic() > deadline:
             break
         time.sleep(0.02)
     return {
@@ -109,8 +113,8 @@ def test_requests_go_round_robin_and_answers_pass_byte_for_byte(engines: list[st
 def test_a_stream_reaches_the_client_while_the_engine_still_runs_it(engines: list[str]) -> None:
     with (
         routed(engines) as client,
-        client.stream("POST", GENERATE, json=body(20, stream=True)) as response,
-    ):
+        client.stream("POST", GENERATE, json=body(100, stream=True)) as response,
+    ):  # 100 tokens, two seconds: still running when a busy client has read its first
         assert response.headers["content-type"].startswith("text/event-stream")
         stream = events(response)  # one reader: dropping one mid-way closes the stream
         next(stream)
@@ -140,19 +144,38 @@ def test_a_client_that_leaves_takes_the_engine_request_along(
 ) -> None:
     before = totals(engines)
     leave(engines, None, stream)
-    after = totals(engines)
+    after = totals(engines, before["received"] + 1)
     assert (after["aborted"] - before["aborted"], after["length"] - before["length"]) == (1, 0)
 
 
 def leave(engines: list[str], defect: str | None, stream: bool) -> None:
-    """A request the client gives up on once the engine runs it (50 tokens: a second)."""
+    """A request the client gives up on once the engine runs it (150 tokens: three seconds,
+    time enough on a busy machine to leave before it ends)."""
+    arrived = sum(s["received"] for s in stats(engines)) + 1
     with routed(engines, defect) as client:
-        if stream:
-            with client.stream("POST", GENERATE, json=body(50, stream=True)) as response:
-                next(events(response))
-            return
-        with pytest.raises(httpx.TimeoutException):
-            client.post(GENERATE, json=body(50), timeout=0.3)
+        _leave(client, engines, stream)
+        # the router stays up until the engines are idle: its shutdown would cancel a request
+        # it kept, and the engine would count that as an abort
+        totals(engines, arrived)
+
+
+def _leave(client: httpx.Client, engines: list[str], stream: bool) -> None:
+    if stream:
+        with client.stream("POST", GENERATE, json=body(150, stream=True)) as response:
+            next(events(response))
+        return
+    # non-streamed: nothing arrives before the end, so leave once an engine runs it (a
+    # client timeout could leave before the router forwarded it at all)
+    payload = json.dumps(body(150)).encode()
+    head = f"POST {GENERATE} HTTP/1.1\r\nHost: {client.base_url.host}\r\n"
+    head += f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
+    port = client.base_url.port or 80
+    with socket.create_connection((client.base_url.host, port), timeout=10) as sock:
+        sock.sendall(head.encode() + payload)
+        deadline = time.monotonic() + 30
+        while not sum(s["in_flight"] for s in stats(engines)):
+            assert time.monotonic() < deadline, "no engine ran the request"
+            time.sleep(0.01)
 
 
 def test_headers_status_and_error_bodies_pass_through(engines: list[str]) -> None:
@@ -250,7 +273,7 @@ def test_an_abort_to_one_engine_misses_the_stream(
 def test_a_kept_request_runs_to_its_end(engines: list[str], defect: str, stream: bool) -> None:
     before = totals(engines)
     leave(engines, defect, stream)
-    after = totals(engines)
+    after = totals(engines, before["received"] + 1)
     assert (after["aborted"] - before["aborted"], after["length"] - before["length"]) == (0, 1)
 
 
