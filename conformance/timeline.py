@@ -7,7 +7,6 @@ abort sequence and the hang-ups alike."""
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -181,18 +180,14 @@ def completed_in(client: Client, body: dict[str, Any], plan: Plan, **how: Any) -
     The head, not the whole body: a non-streamed answer leaves the server once generated, and
     how slowly the client then reads a long body is its own pace, never the server's (a slow
     reader made the bound twice the generation and a correct server fail ABORT-003)."""
-    started = time.monotonic()
     try:
         reply = client.post(GENERATE, body, **how)
-        took = time.monotonic() - started
         data = reply.json() if reply.status == 200 else None
     except (ServerBroke, Unsendable, ClientBroke):  # no sample: no bound, never a proof
         return None
     sent, head = reply.exchange.body_sent_at, reply.exchange.head_at
-    if sent is not None and head is not None:
-        took = head - sent
-    elif reply.exchange.elapsed_s is not None:
-        took = reply.exchange.elapsed_s
+    # untraced (an in-process app): from the request's start to its head, as recorded
+    took = head - sent if sent is not None and head is not None else reply.exchange.elapsed_s
     body_seen = data if isinstance(data, dict) else {}
     whole = Timeline(plan.max_tokens, "", n=plan.n, body=body_seen)
-    return took if body_seen and whole.ran_to_end() else None
+    return took if took is not None and body_seen and whole.ran_to_end() else None

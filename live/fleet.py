@@ -30,7 +30,7 @@ from .artifacts import write_json
 from .fidelity import diff_against_mock
 from .launcher import ServerStartError, install_signal_handlers
 from .orchestrate import live_server, suite_config
-from .profiles import Backend, LiveProfile
+from .profiles import Backend, LiveProfile, wants_diff
 from .router import DEFAULT_VERSION, PACKAGE, router_env, start_router
 
 ROUTER_SPEC = re.compile(rf"^{PACKAGE}(==(?P<version>[0-9][0-9A-Za-z.+-]*))?$")
@@ -121,7 +121,7 @@ def _deployment(
             report.harness_error = f"the deployment did not start: {exc}"
             return report
         report = _suite(replace(config, base_url=router.url), args)
-        if args.diff and profile.name in (getattr(args, "diff_profile", None) or [profile.name]):
+        if wants_diff(args, profile):
             said = _diff(router, engines[0], profile, out, report.server.version, args)
             (out / f"diff-{profile.name}.txt").write_text(said + "\n", encoding="utf-8")
             print(said, flush=True)

@@ -22,7 +22,7 @@ from .artifacts import write_json
 from .fidelity import DiffResult, diff_against_mock
 from .fuzzing import FuzzBudget, fuzz_server, vocab_size
 from .launcher import LiveServer, ServerStartError, free_port, install_signal_handlers
-from .profiles import Backend, LiveProfile
+from .profiles import Backend, LiveProfile, wants_diff
 from .suite import LiveRun, run_suite, write_transcripts
 
 STANDIN_NOTE = (
@@ -48,9 +48,7 @@ def run_profile(
         progress.update("starting the server")
         with server:
             run = run_suite(server, config)
-            if args.diff and profile.name in (
-                getattr(args, "diff_profile", None) or [profile.name]
-            ):
+            if wants_diff(args, profile):
                 if not server.alive:
                     server.restart()
                 progress.update("mock-vs-real diff")

@@ -118,3 +118,10 @@ def profiles_for(kind: str, names: Sequence[str] = ()) -> list[LiveProfile]:
 
 
 __all__ = ["API_KEY", "Backend", "LiveProfile", "live_profile", "profiles_for"]
+
+
+def wants_diff(args: object, profile: LiveProfile) -> bool:
+    """Whether a live run diffs `profile`: `--diff`, narrowed by `--diff-profile` where given
+    (one rule for the single server and the deployment)."""
+    named = getattr(args, "diff_profile", None)
+    return bool(getattr(args, "diff", False)) and (not named or profile.name in named)
