@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .http import MAX_EVENTS, Client, Reply, ServerBroke, Stream, is_event_stream
+from .proof import engine_proof
 from .sender import MISSING
 from .sse import EventReader
 from .timeline import Timeline, token_count
@@ -30,6 +31,11 @@ Action = Callable[[str], Reply | None]
 Ready = Callable[[Timeline], bool]
 Read = Callable[[str], dict[str, Any] | None]
 """One event's data as a chunk (None: not one); may raise to fail the caller."""
+Witness = Callable[[str], bool | None]
+"""Whether the engines still hold the request by this id (None: they cannot say)."""
+WITNESS_READS = 8
+"""The most reads of the engines per attempt: enough to see the request held before and after
+an action, few enough not to load a slow server."""
 
 
 def first_token(line: Timeline) -> bool:
@@ -62,10 +68,12 @@ def stream_acting(
     ready: Ready = first_token,
     read: Read = lenient,
     past_done: bool = False,
+    witness: Witness | None = None,
 ) -> Timeline:
     """Stream a request and act on it once `ready(line)`, or (`early`, a request queued behind
     others carries no token until they end) as soon as the server accepted it, repeating until
-    it ends. `past_done`: read the bytes to the end of the body, not only to `[DONE]`. An
+    it ends. `past_done`: read the bytes to the end of the body, not only to `[DONE]`;
+    `witness`: after each action, ask the engines whether they still hold the request. An
     answer that is not a 200 event stream is read whole, no action sent."""
     started = time.monotonic()
 
@@ -102,7 +110,7 @@ def stream_acting(
             reader = threading.Thread(target=read_rest, daemon=True)
             reader.start()
             try:
-                act(line, action, now, reader if early else None, own_id)
+                act(line, action, now, reader if early else None, own_id, witness)
             finally:
                 # Unbounded: the reader stops itself (the stream's deadline, one read's
                 # timeout). Closing the stream under a live reader races the two threads
@@ -154,22 +162,49 @@ def act(
     now: Callable[[], float],
     until: threading.Thread | None,
     own_id: str,
+    witness: Witness | None = None,
 ) -> None:
     """Run the action once, or (`until`) every REPEAT_S while that reader runs; record each."""
     while True:
+        request_id = line.named_id() or own_id
         sent = now()
         try:
-            answer = action(line.named_id() or own_id)
+            answer = action(request_id)
         finally:
             answered = now()
-        line.actions.append((sent, answered))
-        if line.action_sent_s is None:
-            line.action, line.action_sent_s, line.action_answered_s = answer, sent, answered
+        _record(line, answer, sent, answered)
+        _witnessed(line, witness, request_id, answer, now)
         if until is None:
             return
         until.join(REPEAT_S)
         if not until.is_alive():
             return
+
+
+def _record(line: Timeline, answer: Reply | None, sent: float, answered: float) -> None:
+    line.actions.append((sent, answered))
+    if line.action_sent_s is None:
+        line.action, line.action_sent_s, line.action_answered_s = answer, sent, answered
+
+
+def _witnessed(
+    line: Timeline,
+    witness: Witness | None,
+    request_id: str,
+    answer: Reply | None,
+    now: Callable[[], float],
+) -> None:
+    """After an answered action, read whether the engines still hold the request (recorded on
+    the line for `proof.engine_proof`), at most WITNESS_READS times an attempt, and no more
+    once a read held it after an action sent after an earlier read held it: that is proof."""
+    if witness is None or answer is None or len(line.reads) >= WITNESS_READS:
+        return
+    if engine_proof(line.actions, line.reads, line.first_token_s) is not None:
+        return
+    sent = now()
+    held = witness(request_id)
+    if held is not None:
+        line.reads.append((sent, now(), held))
 
 
 def whole_acting(
@@ -181,9 +216,11 @@ def whole_acting(
     delay_s: float,
     every_s: float,
     timeout: float,
+    witness: Witness | None = None,
 ) -> Reply:
     """Send a non-streamed request (`send`, in a worker); `delay_s` after it, run `action` and
-    repeat it every `every_s` until the answer comes; the answer (raised: its failure)."""
+    repeat it every `every_s` until the answer comes (`witness`: after each, ask the engines
+    whether they still hold the request); the answer (raised: its failure)."""
     box: dict[str, Any] = {}
     started = time.monotonic()
 
@@ -205,9 +242,8 @@ def whole_acting(
         sent = now()
         answer = action(own_id)
         answered = now()
-        line.actions.append((sent, answered))
-        if line.action_sent_s is None:
-            line.action, line.action_sent_s, line.action_answered_s = answer, sent, answered
+        _record(line, answer, sent, answered)
+        _witnessed(line, witness, own_id, answer, now)
         worker.join(every_s)
         if now() > timeout + 5:
             break

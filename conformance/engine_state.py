@@ -9,11 +9,16 @@ run was given none.
 
 vLLM 0.32 counts a request that ran to its end (stop, length) but not one it aborted: an abort
 is seen as a request that left the engine without a natural finish (`hangup`'s rule).
+
+An engine that names the requests it holds (the mock's `/mock/stats` `held`) says more: whether
+one request is still there after an abort was answered (`EngineState.holds`), the `ENGINE`
+evidence of `proof.engine_proof`. vLLM names none: there, the counts and the bound decide.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -104,11 +109,47 @@ def _stats(body: bytes) -> Counts | None:
         return None
 
 
+def held_ids(client: Client) -> set[str] | None:
+    """The request ids one engine holds, queued or running (None: it names none)."""
+    try:
+        reply = client.get("/mock/stats", auth=False)
+    except ServerBroke:
+        return None
+    if reply.status != 200:
+        return None
+    try:
+        data = json.loads(reply.body)
+    except ValueError:
+        return None
+    held = data.get("held") if isinstance(data, dict) else None
+    if not isinstance(held, list) or not all(isinstance(i, str) for i in held):
+        return None
+    return set(held)
+
+
 class EngineState:
     """The deployment's counts: every engine read at its own URL, summed."""
 
     def __init__(self, clients: list[Client]) -> None:
         self.clients = clients
+        self._names: bool | None = None  # whether every engine names what it holds
+
+    def holds(self, ids: Iterable[str]) -> bool | None:
+        """Whether some engine holds a request by one of `ids` (None: an engine names none,
+        or could not be read; asked once, an engine that names none is not asked again)."""
+        if self._names is False:
+            return None
+        wanted = set(ids)
+        found = False
+        for client in self.clients:
+            held = held_ids(client)
+            if held is None:
+                if self._names is None:
+                    self._names = False
+                return None
+            found = found or bool(held & wanted)
+        self._names = True
+        return found
 
     def read(self) -> Counts | None:
         """The sum over every engine (None: one of them could not be read)."""

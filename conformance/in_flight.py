@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .acting import REPEAT_S, Action, act, first_token, stream_acting, whole_acting
+from .acting import REPEAT_S, Action, Witness, act, first_token, stream_acting, whole_acting
 from .api import GENERATE, PROMPT, chunk_of
 from .bounded import PastDeadline
 from .foundations import builds_on, unpaced_blocks
@@ -51,12 +51,13 @@ from .plans import (
     Plan,
     as_plan,
     blockers,
+    outran_plans,
     payload,
     plans_for,
     sizes_for,
     stream_deadline,
 )
-from .proof import Fastest, Proof, bound_proof
+from .proof import SHARE, Fastest, Proof, bound_proof, engine_proof
 from .requirements import by_id
 from .session import LIMIT_PREFIX, Session
 from .timeline import (
@@ -165,6 +166,7 @@ def stream_with(s: Session, rid: str, plan: Plan | int, action: Action) -> Timel
             deadline=stream_deadline(s.limits, plan.max_tokens, s.config.stream_deadline),
             early=plan.blockers > 0,
             read=_observed(s),
+            witness=_witness(s),
         )
     if line.status != 200:
         raise AssertionError(f"a streamed generate answered HTTP {line.status}: {line.raw[:200]!r}")
@@ -173,6 +175,11 @@ def stream_with(s: Session, rid: str, plan: Plan | int, action: Action) -> Timel
             f"not an SSE stream: a streamed generate answered Content-Type {line.content_type!r}"
         )
     return line
+
+
+def _witness(s: Session) -> Witness:
+    """Whether the engines still hold a request, by any of its ids (`proof.ENGINE`)."""
+    return lambda request_id: s.state.holds(ids_for(request_id))
 
 
 @contextmanager
@@ -211,6 +218,7 @@ def whole_with(s: Session, rid: str, plan: Plan | int, delay_s: float, action: A
             delay_s=delay_s,
             every_s=min(REPEAT_EVERY_S, max(MIN_GAP_S, s.limits.seconds_for(plan.max_tokens) / 20)),
             timeout=timeout,
+            witness=_witness(s),
         )
     if line.unread:  # a long body a slow client could not read in time: nothing to judge
         return line
@@ -254,7 +262,9 @@ def proven(
 ) -> Outcome:
     """A request that ran to its end ignored its action only where the requirement's evidence
     shows the action reached it in flight (`proof`); else the two did not provably overlap."""
-    if Proof.BOUND in proofs:
+    if Proof.ENGINE in proofs:  # a stream's first token proves the server held it; else reads
+        line.proof = engine_proof(line.sent(), line.reads, line.first_token_s) or ""
+    if Proof.BOUND in proofs and not line.proof:
         line.proof = bound_proof(line.sent(), known_s, fastest(s, plan)) or ""
     return Outcome.IGNORED if line.proof else Outcome.TOO_CLOSE
 
@@ -274,7 +284,7 @@ def overlapped(
     `queue=False` keeps the request from waiting in the server's queue."""
     tried: list[str] = []
     proofs = by_id()[requirement].proofs
-    for number, plan in enumerate(plans(s, queue)):
+    for number, plan in enumerate(_attempts(s, queue)):
         line = attempt(plan, number)
         if landed is None:
             outcome = line.outcome()
@@ -297,6 +307,22 @@ def overlapped(
         f"{s.limits.describe()}; fastest completions: {_fastest_seen(s)}); tries: "
         + " | ".join(tried)
     )
+
+
+def _attempts(s: Session, queue: bool) -> Iterator[Plan]:
+    """`plans`, then, where the server outran the pace its client learned (`outran`) and none
+    of them queued, requests queued behind blockers (`plans.outran_plans`)."""
+    sized = plans(s, queue)
+    yield from sized
+    if queue and not any(p.blockers for p in sized) and _outran(s, sized[-1]):
+        yield from outran_plans(s.limits, len(PROMPT))
+
+
+def _outran(s: Session, plan: Plan) -> bool:
+    """The server completed `plan` alone in under SHARE of its time at the learned pace: the
+    pace is the client's reading, not the server's generation."""
+    seen = s.remember("fastest", Fastest).times().get(Plan(plan.max_tokens, plan.n, plan.logprobs))
+    return seen is not None and seen < SHARE * s.limits.seconds_for(plan.max_tokens)
 
 
 def _fastest_seen(s: Session) -> str:

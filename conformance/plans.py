@@ -115,6 +115,19 @@ def plans_for(limits: Limits, prompt_len: int, queue: bool = True) -> list[Plan]
     return found
 
 
+def outran_plans(limits: Limits, prompt_len: int) -> list[Plan]:
+    """The attempts for a server that outran the pace its client learned (a fast server read by
+    a slow client: every sized request ended before its action could reach it): requests that
+    wait in the queue behind blockers, whatever the context. Short, without logprobs, so the
+    answers stay small for the client that reads slowly."""
+    n = limits.n(HEAVY_N)
+    tokens = max(MIN_TOKENS, min(sizes_for(limits, prompt_len)[0], EVENT_BUDGET // n))
+    room = limits.room(prompt_len)
+    tokens = tokens if room is None else max(2, min(tokens, room))
+    fill = math.ceil((limits.max_n or DEFAULT_SLOTS) / n)
+    return [Plan(tokens, n, None, fill + ahead) for ahead in QUEUE]
+
+
 def stream_deadline(limits: Limits, max_tokens: int, budget: float) -> float:
     """The wall clock of an attempt's stream: the sender's budget, or three times the
     generation at the learned pace (plus 10 s), whichever is longer."""

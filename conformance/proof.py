@@ -6,7 +6,9 @@ only on one of three grounds, and each requirement names the grounds it takes
 (`Requirement.proofs`):
 
 - `STATEMENT`: the server's own word (a finish reason, an error, the spans it labelled);
-- `ENGINE`: the engines' counters, read from the server after the action was answered;
+- `ENGINE`: the engines' own state, read from the server after the action was answered: their
+  counters (the hang-ups), or, where an engine names the requests it holds, that request still
+  held after the action was answered (`engine_proof`);
 - `BOUND`: the request could not have ended before the action reached the server. The bound
   is the fastest the server has been seen to complete the same request, non-streamed, from
   the same client (`Fastest`), times `SHARE`: a request is never taken to end sooner than half
@@ -91,5 +93,37 @@ def bound_proof(
                 f"{answered * 1000:.0f} ms; the same request never completed in under "
                 f"{fastest_s * 1000:.0f} ms (fastest of its non-streamed runs), so it could "
                 f"not have ended before {bound * 1000:.0f} ms"
+            )
+    return None
+
+
+def engine_proof(
+    actions: Iterable[tuple[float, float]],
+    reads: Iterable[tuple[float, float, bool]],
+    known_s: float | None,
+) -> str | None:
+    """ENGINE: the words of the proof that some action reached the server while it held the
+    request, or None. `reads` are (sent, answered, held) of the engines' state. The action must
+    have been sent once the server provably held the request (`known_s`: its first token seen;
+    or a read answered before it was sent saw it held), and a read sent after the action was
+    answered must see it still held: a request held before and after the server took the action
+    was held when it did (a request that ended is never held again; a slow client only moves
+    reads later, where a correct server has ended it)."""
+    held = [(sent, answered) for sent, answered, is_held in reads if is_held]
+    for sent, answered in actions:
+        before = [a for _, a in held if a <= sent]
+        if not before and (known_s is None or sent < known_s):
+            continue
+        after = [r for r, _ in held if r >= answered]
+        if after:
+            since = (
+                f"a read answered at {before[-1] * 1000:.0f} ms saw it held"
+                if before
+                else f"its first token came at {(known_s or 0.0) * 1000:.0f} ms"
+            )
+            return (
+                f"evidence ({Proof.ENGINE}): an action sent at {sent * 1000:.0f} ms ({since}) "
+                f"was answered at {answered * 1000:.0f} ms; a read of the engines sent at "
+                f"{after[0] * 1000:.0f} ms still saw the request held"
             )
     return None

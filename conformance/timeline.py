@@ -63,6 +63,9 @@ class Timeline:
     """A streamed answer's bytes as read (what the fuzzer and the diff judge)."""
     events: int = 0
     """Events read, [DONE] included."""
+    reads: list[tuple[float, float, bool]] = field(default_factory=list)
+    """(sent, answered, held) of every read of the engines after an action: whether they still
+    held the request (`acting`'s `witness`)."""
     proof: str = ""
     """Why the action provably reached the request in flight (`proof`), where it did."""
 

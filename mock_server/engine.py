@@ -182,6 +182,9 @@ class Engine:
             "queued": self.scheduler.queued,
             "finished": {"stop": 0, "length": 0, "abort": 0, **self.finished},
             "aborted": self.aborted,
+            # the ids of the requests the engine holds (queued or running): a client reads
+            # whether its abort or hang-up took without waiting for the request's answer
+            "held": sorted(self._jobs),
         }
 
     def set_weight_version(self, label: str) -> None:

@@ -138,7 +138,8 @@ class TitoMock:
 
     # -- what it saw -------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
-        """What `GET /mock/stats` answers: received, in_flight, queued, finished, aborted."""
+        """What `GET /mock/stats` answers: received, in_flight, queued, finished, aborted,
+        held (the ids of the requests it holds)."""
         return self.portal.call(lambda: self.app.state.mock.engine.stats())
 
     def reset(self) -> None:

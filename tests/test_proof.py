@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.proof import SAMPLES, SHARE, Fastest, Proof, bound_proof
+from conformance.proof import SAMPLES, SHARE, Fastest, Proof, bound_proof, engine_proof
 from conformance.requirements import by_id
 
 IN_FLIGHT = {
-    "ABORT-002": {Proof.STATEMENT, Proof.BOUND},
-    "ABORT-003": {Proof.STATEMENT, Proof.BOUND},
+    "ABORT-002": {Proof.STATEMENT, Proof.ENGINE, Proof.BOUND},
+    "ABORT-003": {Proof.STATEMENT, Proof.ENGINE, Proof.BOUND},
     "ABORT-004": {Proof.STATEMENT},
     "ABORT-007": {Proof.STATEMENT, Proof.BOUND},
     "ABORT-009": {Proof.ENGINE, Proof.BOUND},
@@ -51,6 +51,35 @@ def test_a_slower_client_never_makes_a_proof() -> None:
     for delay in (0.0, 0.01, 0.05, 0.2, 1.0):
         proof = bound_proof([(0.010 + delay, 0.040 + delay)], 0.005 + delay, 0.100)
         assert (proof is not None) == (0.040 + delay < SHARE * 0.100)
+
+
+def test_a_request_held_before_and_after_an_action_was_held_when_the_server_took_it() -> None:
+    """ENGINE by the engines' own word: a read saw the request held, an action sent after that
+    read's answer was answered, and a read sent after that answer still saw it held."""
+    reads = [(0.010, 0.040, True), (0.060, 0.090, True)]
+    proof = engine_proof([(0.001, 0.009), (0.045, 0.055)], reads, None)
+    assert proof is not None and "45 ms" in proof and "60 ms" in proof
+
+
+def test_a_stream_s_first_token_shows_it_held_before_its_action() -> None:
+    assert engine_proof([(0.020, 0.030)], [(0.031, 0.050, True)], 0.015) is not None
+    assert engine_proof([(0.020, 0.030)], [(0.031, 0.050, True)], 0.025) is None
+
+
+def test_reads_that_cannot_order_the_action_and_the_request_prove_nothing() -> None:
+    """An action that may have reached the server before the request did (no read saw it held
+    before the action left, no first token), a read sent before the action was answered, or a
+    read that did not see it held: no proof, whatever the client's pace."""
+    after = [(0.060, 0.090, True)]
+    assert engine_proof([(0.045, 0.055)], after, None) is None  # nothing held it before
+    early = [(0.010, 0.040, True), (0.050, 0.090, True)]
+    assert engine_proof([(0.045, 0.055)], early, None) is None  # read sent before the answer
+    gone = [(0.010, 0.040, True), (0.060, 0.090, False)]
+    assert engine_proof([(0.045, 0.055)], gone, None) is None
+    assert engine_proof([], [(0.0, 0.01, True)], 0.0) is None
+    for delay in (0.0, 0.05, 0.5):  # a slower client: later reads, the same (lack of) proof
+        late = [(0.010 + delay, 0.040 + delay, True), (0.060 + 2 * delay, 0.090, False)]
+        assert engine_proof([(0.045 + delay, 0.055 + delay)], late, None) is None
 
 
 def test_the_fastest_completion_is_the_least_of_its_samples() -> None:

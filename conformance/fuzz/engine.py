@@ -25,6 +25,7 @@ from schemathesis.core.failures import CustomFailure, Failure, FailureGroup
 
 import openapi
 
+from ..engine_state import EngineState
 from ..http import IN_PROCESS_URL, Client, ServerBroke, Unsendable, auth_header
 from ..proof import Fastest
 from . import generation, lax, sanitize, wire
@@ -137,6 +138,8 @@ class Fuzzer:
         self.checks: list[Checker] = [*builtin_checks(), *OUR_CHECKS]
         self._lock = threading.Lock()
         self.fastest = Fastest()  # the abort sequence's bound (`proof.BOUND`)
+        # whether the server still holds an aborted stream (`proof.ENGINE`, where it says)
+        self.state = EngineState([self.client])
 
     # ---- sending -------------------------------------------------------------------------
     def call(self, case: Any) -> Any:

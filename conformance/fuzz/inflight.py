@@ -13,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..acting import stream_acting
+from ..acting import Witness, stream_acting
 from ..http import DEFAULT_TIMEOUT_S, IN_PROCESS_URL, Client, Reply
+from ..proof import engine_proof
 from ..timeline import Timeline, ids_for
 
 GENERATE = "/inference/v1/generate"
@@ -36,6 +37,9 @@ class Outcome:
     server named), to the abort's answer, and to the stream's end."""
     abort_answered_s: float | None = None
     ended_s: float | None = None
+    held: str = ""
+    """The engines' word that the abort reached the stream while they held it
+    (`proof.engine_proof`), where they name what they hold."""
 
     @classmethod
     def of(cls, line: Timeline) -> Outcome:
@@ -52,6 +56,7 @@ class Outcome:
             abort_sent_s=at(line.action_sent_s),
             abort_answered_s=at(line.action_answered_s),
             ended_s=at(line.ended_s),
+            held=engine_proof(line.sent(), line.reads, line.first_token_s) or "",
         )
 
 
@@ -70,10 +75,12 @@ def stream_then_abort(
     base_url: str = "",
     timeout_s: float = DEFAULT_TIMEOUT_S,
     deadline_s: float | None = None,
+    witness: Witness | None = None,
 ) -> Outcome:
     """One attempt through `client` (or one made for `app` / `base_url`); never raises (a
     timeout or a broken connection is `Outcome.error`). `headers` go with the stream, `auth`
-    with the abort; `deadline_s`: the stream's wall clock (default: the client's budget)."""
+    with the abort; `deadline_s`: the stream's wall clock (default: the client's budget);
+    `witness`: whether the engines still hold the stream after its abort was answered."""
     own = client or Client(
         IN_PROCESS_URL if app is not None else base_url,
         timeout=timeout_s,
@@ -100,6 +107,7 @@ def stream_then_abort(
             deadline=deadline_s,
             ready=_named,
             past_done=True,
+            witness=witness,
         )
     except Exception as exc:
         out = Outcome.of(line)

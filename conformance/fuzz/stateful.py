@@ -12,7 +12,7 @@ from schemathesis import GenerationMode
 from ..outputs import lean
 from ..plans import Plan, plans_for, stream_deadline
 from ..proof import bound_proof
-from ..timeline import completed_in
+from ..timeline import completed_in, ids_for
 from .checks import RawBody, framing_problem, stream_payloads
 from .engine import Fuzzer
 from .inflight import Outcome, stream_then_abort
@@ -112,13 +112,14 @@ def _fastest(fz: Fuzzer, body: dict[str, Any], headers: dict[str, str], plan: Pl
 
 def _not_stopped(out: Outcome, tokens: int, fastest_s: float | None) -> str | None:
     """Why the stream ignored its abort, or None when nothing shows it did: the suite's one
-    proof obligation (`proof.BOUND`: the abort, sent after the first token, was answered before
-    the fastest completion of the same request could have ended it). Never the client's own
-    reading pace: a fast server's stream read by a busy client ends late on its own."""
+    proof obligation (`proof.ENGINE`: the engines still held it after the abort was answered;
+    `proof.BOUND`: the abort, sent after the first token, was answered before the fastest
+    completion of the same request could have ended it). Never the client's own reading pace:
+    a fast server's stream read by a busy client ends late on its own."""
     actions = []
     if out.abort_sent_s is not None and out.abort_answered_s is not None:
         actions.append((out.abort_sent_s, out.abort_answered_s))
-    proof = bound_proof(actions, out.abort_sent_s, fastest_s)
+    proof = out.held or bound_proof(actions, out.abort_sent_s, fastest_s)
     if proof is None:
         return None
     return (
@@ -152,6 +153,7 @@ def generate_then_abort(fz: Fuzzer, examples: int) -> None:
                 {**fz.headers, **fz.auth},
                 client=fz.client,
                 deadline_s=stream_deadline(fz.facts.limits, tokens, cfg.timeouts.stream),
+                witness=lambda request_id: fz.state.holds(ids_for(request_id)),
             )
             step = abort.Case(
                 body={"request_ids": [out.request_id]},
@@ -199,7 +201,8 @@ def generate_then_abort(fz: Fuzzer, examples: int) -> None:
                 return
             if not late:
                 return
-            ignored = _not_stopped(out, tokens, _fastest(fz, body, headers, plan))
+            fastest = None if out.held else _fastest(fz, body, headers, plan)
+            ignored = _not_stopped(out, tokens, fastest)
             if ignored is not None:
                 not_aborted(200, ignored)
                 return

@@ -30,7 +30,7 @@ REQUIREMENTS = [
         sequences=("generate-then-abort",),
         diff=("abort-flow-stream", "abort-flow-stream-n2-usage"),
         defects=("abort-ignored", "abort-finish-reason-length"),
-        proofs=(Proof.STATEMENT, Proof.BOUND),
+        proofs=(Proof.STATEMENT, Proof.ENGINE, Proof.BOUND),
     ),
     Requirement(
         "ABORT-003",
@@ -41,7 +41,7 @@ REQUIREMENTS = [
         needs=("abort",),
         diff=("abort-flow-nonstream",),
         defects=("abort-ignored", "abort-finish-reason-length"),
-        proofs=(Proof.STATEMENT, Proof.BOUND),
+        proofs=(Proof.STATEMENT, Proof.ENGINE, Proof.BOUND),
     ),
     Requirement(
         "ABORT-004",
