@@ -8,8 +8,9 @@ in the middle of its expected generation), and the outcome is read from a timeli
 
 - the server says the action landed (an `abort` finish) -> judged;
 - the request ran to its natural end although an action provably reached it in flight (the
-  requirement's `proofs`; for timing, `proof.BOUND`: the fastest completion of the same
-  request, never the client's reading pace) -> the action was ignored, judged;
+  requirement's `proofs`: `proof.ENGINE`, engines that still held it after the action was
+  answered; `proof.BOUND`, the fastest completion of the same request, never the client's
+  reading pace) -> the action was ignored, judged;
 - otherwise the two did not provably overlap -> tried again with a longer request, and when
   even the longest plan cannot be overlapped, the requirement is a skip of kind `limit`
   naming the measured times (`OutOfReach`), never a failure or an error.
@@ -19,7 +20,9 @@ small `--max-model-len`) is made to hold the request longer rather than given up
 the request asks for every sequence it may (`n`) with logprobs, and where the server's
 `max_num_seqs` is known and small, it waits in the queue behind `blockers` requests sent
 ahead of it; the action then goes out as soon as the request is accepted, and repeats until
-it ends. The same overlap rule judges every plan.
+it ends. A server that completes requests far faster than its client reads them (the pace
+learned is the client's) gets queued attempts too (`plans.outran_plans`). The same overlap
+rule judges every plan.
 
 This module binds the session-free parts to a `Session` (its client, limits, pace and
 observed bodies): `timeline` (what an attempt saw, and the rule), `plans` (the attempts) and
