@@ -19,6 +19,7 @@ class SlowReader:
     def __init__(self, upstream_port: int, delay_s: float) -> None:
         self.upstream_port, self.delay_s = upstream_port, delay_s
         self.port = 0
+        self._server: asyncio.Server | None = None
         self._ready = threading.Event()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._serve, daemon=True)
@@ -36,15 +37,21 @@ class SlowReader:
         self._loop.close()
 
     async def _close_all(self) -> None:
-        """Cancel every relayed connection and wait for them: none is left pending."""
-        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        """Stop accepting, then cancel every relayed connection and wait for them, until none
+        is left (a task left pending when the loop closes is destroyed mid-await: the noise
+        'Task was destroyed but it is pending' at every benchmark's end)."""
+        if self._server is not None:
+            self._server.close()
+        current = asyncio.current_task()
+        while tasks := [t for t in asyncio.all_tasks() if t is not current]:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self._loop)
         server = self._loop.run_until_complete(asyncio.start_server(self._client, "127.0.0.1", 0))
+        self._server = server
         self.port = server.sockets[0].getsockname()[1]
         self._ready.set()
         self._loop.run_forever()
