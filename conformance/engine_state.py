@@ -10,9 +10,11 @@ run was given none.
 vLLM 0.32 counts a request that ran to its end (stop, length) but not one it aborted: an abort
 is seen as a request that left the engine without a natural finish (`hangup`'s rule).
 
-An engine that names the requests it holds (the mock's `/mock/stats` `held`) says more: whether
-one request is still there after an abort was answered (`EngineState.holds`), the `ENGINE`
-evidence of `proof.engine_proof`. vLLM names none: there, the counts and the bound decide.
+An engine that names the requests it holds (the mock's `/mock/stats` `held`, and `hung_up`: the
+held ones whose client went away) says more: whether one request is still there after an abort
+was answered (`EngineState.holds`, the `ENGINE` evidence of `proof.engine_proof`), and whether
+it heard a client hang up on a request it held (`heard_hang_up`). vLLM names none: there, the
+counts and the bound decide.
 """
 
 from __future__ import annotations
@@ -109,8 +111,9 @@ def _stats(body: bytes) -> Counts | None:
         return None
 
 
-def held_ids(client: Client) -> set[str] | None:
-    """The request ids one engine holds, queued or running (None: it names none)."""
+def named_ids(client: Client, key: str = "held") -> set[str] | None:
+    """The request ids one engine names under `key` of its `/mock/stats`: `held` (queued or
+    running) or `hung_up` (held ones whose client went away); None: it names none."""
     try:
         reply = client.get("/mock/stats", auth=False)
     except ServerBroke:
@@ -121,10 +124,10 @@ def held_ids(client: Client) -> set[str] | None:
         data = json.loads(reply.body)
     except ValueError:
         return None
-    held = data.get("held") if isinstance(data, dict) else None
-    if not isinstance(held, list) or not all(isinstance(i, str) for i in held):
+    named = data.get(key) if isinstance(data, dict) else None
+    if not isinstance(named, list) or not all(isinstance(i, str) for i in named):
         return None
-    return set(held)
+    return set(named)
 
 
 class EngineState:
@@ -137,17 +140,25 @@ class EngineState:
     def holds(self, ids: Iterable[str]) -> bool | None:
         """Whether some engine holds a request by one of `ids` (None: an engine names none,
         or could not be read; asked once, an engine that names none is not asked again)."""
+        return self._names_any("held", ids)
+
+    def heard_hang_up(self, ids: Iterable[str]) -> bool | None:
+        """Whether some engine says the client of a request by one of `ids` went away while it
+        held the request (None: an engine names none)."""
+        return self._names_any("hung_up", ids)
+
+    def _names_any(self, key: str, ids: Iterable[str]) -> bool | None:
         if self._names is False:
             return None
         wanted = set(ids)
         found = False
         for client in self.clients:
-            held = held_ids(client)
-            if held is None:
+            named = named_ids(client, key)
+            if named is None:
                 if self._names is None:
                     self._names = False
                 return None
-            found = found or bool(held & wanted)
+            found = found or bool(named & wanted)
         self._names = True
         return found
 

@@ -25,7 +25,7 @@ from . import api
 from .engine_state import Counts
 from .foundations import builds_on, unpaced_blocks
 from .http import Client, ServerBroke
-from .in_flight import OutOfReach, Plan, fastest, payload, plans
+from .in_flight import OutOfReach, Plan, fastest, ids_for, payload, plans
 from .proof import Proof, bound_proof
 from .semantics import fail
 from .session import Session
@@ -54,13 +54,14 @@ def hang_up(s: Session, stream: bool, what: str) -> None:
     for number, plan in enumerate(plans(s, queue=False)):
         before = _read(s)
         started = time.monotonic()
-        body = payload(plan, stream, s.rid(f"hangup-{number}"))
+        rid = s.rid(f"hangup-{number}")
+        body = payload(plan, stream, rid)
         first = _stream_away(s, body) if stream else _whole_away(s, body, plan)
         gone = time.monotonic() - started
         if first is None:
             tried.append(f"{plan.describe()} was answered before the client hung up")
             continue
-        verdict = _after(s, before, plan, started, gone, what)
+        verdict = _after(s, before, plan, started, gone, what, rid)
         if verdict is None:
             return
         tried.append(verdict)
@@ -121,11 +122,13 @@ def _after(
     started: float,
     gone: float,
     what: str,
+    rid: str,
 ) -> str | None:
     """After the hang-up: None when the request stopped; raises when it ran on; else why
     this attempt proves nothing. A request stopped when the engine counts an abort, or when it
     is no longer in flight by the time it would have ended on its own, without ending so. One
-    that finished ran on only if it could not have ended before the hang-up (`proof.BOUND`)."""
+    that finished ran on only if the engines say its client went away while they held it
+    (`proof.ENGINE`), or it could not have ended before the hang-up (`proof.BOUND`)."""
     natural = s.limits.seconds_for(plan.max_tokens)
     settled = started + max(SETTLE_S, 1.5 * natural + 1.0)
     after = first = None
@@ -139,13 +142,17 @@ def _after(
             # the server answered a read after the hang-up with the request still running (it
             # had the hang-up in hand), and the request could not have ended before then
             seen = first.in_flight > before.in_flight
-            proof = bound_proof([(gone, gone)], 0.0, fastest(s, plan)) if seen else None
-            if proof:
+            heard = _heard(s, rid)
+            bound = (
+                bound_proof([(gone, gone)], 0.0, fastest(s, plan)) if seen and not heard else None
+            )
+            if heard or bound:
+                ran = f"read after the hang-up, the engines ran it ({first.describe()}); {bound}"
                 fail(
                     f"{what}: the client hung up after {gone * 1000:.0f} ms but the request of "
                     f"{plan.describe()} ran to its end (seen at {ended * 1000:.0f} ms): engines "
-                    f"{s.state.where()}: {after.describe()}; evidence ({Proof.ENGINE}): read "
-                    f"after the hang-up, the engines ran it ({first.describe()}); {proof}"
+                    f"{s.state.where()}: {after.describe()}; "
+                    + (heard or f"evidence ({Proof.ENGINE}): {ran}")
                 )
             return f"{plan.describe()} ended {after.finished - before.finished} sequence(s)"
         if time.monotonic() >= settled:
@@ -157,4 +164,15 @@ def _after(
         f"{what}: the client hung up after {gone * 1000:.0f} ms but the engines still run "
         f"the request of {plan.describe()} {time.monotonic() - started:.1f} s later "
         f"(evidence: engine state): engines {s.state.where()}: {after.describe()}"
+    )
+
+
+def _heard(s: Session, rid: str) -> str | None:
+    """ENGINE by the engines' own word: they say the client of this request went away while
+    they held it (the mock's `/mock/stats` `hung_up`), and it then ended on its own."""
+    if not s.state.heard_hang_up(ids_for(rid)):
+        return None
+    return (
+        f"evidence ({Proof.ENGINE}): the engines ({s.state.where()}) say the client of "
+        f"{rid!r} went away while they held it"
     )

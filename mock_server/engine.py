@@ -70,6 +70,9 @@ def steps_between_yields(sequences: int) -> int:
     return max(1, YIELD_EVERY // max(1, sequences))
 
 
+HUNG_UP_KEPT = 64
+"""How many hung-up request ids `/mock/stats` keeps (the newest)."""
+
 DRAWN_AHEAD = 32
 """How many uniforms an unseeded sequence takes from the server's generator when it opens."""
 
@@ -172,6 +175,7 @@ class Engine:
         self.in_flight = 0
         self.aborted = 0
         self.finished: Counter[str] = Counter()
+        self.hung_up: deque[str] = deque(maxlen=HUNG_UP_KEPT)
         self.dead = False
 
     # -- bookkeeping -------------------------------------------------------------------
@@ -185,7 +189,15 @@ class Engine:
             # the ids of the requests the engine holds (queued or running): a client reads
             # whether its abort or hang-up took without waiting for the request's answer
             "held": sorted(self._jobs),
+            # the ids of held requests whose client went away (the newest HUNG_UP_KEPT): what
+            # the HTTP layer saw, whether or not the request was then aborted
+            "hung_up": list(self.hung_up),
         }
+
+    def client_gone(self, request_id: str) -> None:
+        """The client of `request_id` went away: recorded if the engine holds the request."""
+        if request_id in self._jobs:
+            self.hung_up.append(request_id)
 
     def set_weight_version(self, label: str) -> None:
         if self.cfg.policies.generate.weight_updates:

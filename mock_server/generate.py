@@ -212,6 +212,7 @@ class GenerateEndpoint:
     async def _watch(self, receive: Receive, job: Job, gone: asyncio.Event) -> None:
         await wait_disconnect(receive)
         gone.set()
+        self.state.engine.client_gone(job.request_id)
         admit = self.state.config.policies.admit
         if admit.abort_on_whole_disconnect if not job.req.stream else admit.abort_on_disconnect:
             job.abort()

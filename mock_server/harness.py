@@ -139,7 +139,7 @@ class TitoMock:
     # -- what it saw -------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         """What `GET /mock/stats` answers: received, in_flight, queued, finished, aborted,
-        held (the ids of the requests it holds)."""
+        held (the ids of the requests it holds), hung_up (held ones whose client went away)."""
         return self.portal.call(lambda: self.app.state.mock.engine.stats())
 
     def reset(self) -> None:

@@ -130,6 +130,7 @@ def test_the_socket_and_the_transport_drive_one_mock(
         "finished": {"stop": 0, "length": 0, "abort": 0},
         "aborted": 0,
         "held": [],
+        "hung_up": [],
     }
 
 

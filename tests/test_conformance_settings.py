@@ -133,8 +133,10 @@ CAUGHT_IN = [
         for name in ("in-flight-ctx-48", "in-flight-ttft-800-seqs-2")
         for defect in DEFECTS
     ],
-    # behind a slow reader only the engines' word proves an abort reached the request
+    # behind a slow reader only the engines' word proves an abort or a hang-up reached the
+    # request (a non-streamed hang-up there lands on a correct server only now and then)
     ("in-flight-slow-reader", "abort-ignored"),
+    ("in-flight-slow-reader", "disconnect-no-abort"),
 ]
 """Where a correct server's actions land (the settings above), an in-flight defect fails its
 requirements: `bench_abort_family.py --defects` runs every setting, ten times."""
