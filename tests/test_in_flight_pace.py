@@ -82,6 +82,7 @@ def test_an_action_reaches_a_request_that_lasts_a_few_milliseconds() -> None:
             timeout_for=lambda tokens: 5.0,
             limits=SimpleNamespace(seconds_for=lambda tokens: 0.0),
             observe=lambda *args: None,
+            state=SimpleNamespace(holds=lambda ids: None),  # engines that name nothing
         )
         line = whole_with(session, "r", 4092, MIN_GAP_S, server.abort)
         landed += line.finish_reason == "abort"
