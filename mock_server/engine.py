@@ -30,6 +30,12 @@ class Job:
     aborted: asyncio.Event = field(default_factory=asyncio.Event)
     _sleeping: asyncio.Future[None] | None = field(default=None, repr=False)
 
+    @property
+    def unfinished(self) -> bool:
+        """Some sequence still has tokens to come (or none has started): what `held` means. A
+        stream whose tokens are all made but not yet all written is no longer held."""
+        return not self.sequences or any(seq.finish_reason is None for seq in self.sequences)
+
     def abort(self) -> None:
         self.aborted.set()
         if self._sleeping is not None and not self._sleeping.done():
@@ -188,7 +194,9 @@ class Engine:
             "aborted": self.aborted,
             # the ids of the requests the engine holds (queued or running): a client reads
             # whether its abort or hang-up took without waiting for the request's answer
-            "held": sorted(self._jobs),
+            "held": sorted(
+                rid for rid, jobs in self._jobs.items() if any(j.unfinished for j in jobs)
+            ),
             # the ids of held requests whose client went away (the newest HUNG_UP_KEPT): what
             # the HTTP layer saw, whether or not the request was then aborted
             "hung_up": list(self.hung_up),
@@ -196,7 +204,7 @@ class Engine:
 
     def client_gone(self, request_id: str) -> None:
         """The client of `request_id` went away: recorded if the engine holds the request."""
-        if request_id in self._jobs:
+        if any(job.unfinished for job in self._jobs.get(request_id, [])):
             self.hung_up.append(request_id)
 
     def set_weight_version(self, label: str) -> None:
@@ -313,9 +321,14 @@ class Engine:
                 still = []
                 pause = itl > 0 or step % per == 0  # before the next step
                 last = active[-1][0]
+                # One step makes every sequence's token before any is handed on, as an engine
+                # step does: an abort that comes in while the events are written finds each
+                # sequence either ended by this step or still to be cut (never half a step).
+                label = self._label()
+                starts = [len(seq.records) for seq, _ in active]
                 for seq, sampler in active:
-                    start = len(seq.records)
-                    sampler.step(seq, self._label())
+                    sampler.step(seq, label)
+                for (seq, sampler), start in zip(active, starts, strict=True):
                     done = seq.finish_reason is not None
                     yield Event(seq, start, done, pause and seq is last)
                     if not done:

@@ -1,0 +1,60 @@
+"""`/mock/stats` `held` and `hung_up`: what the engine still generates, not what its streams
+still write (issue 28: the kit's ENGINE evidence rests on them). A stream whose tokens are all
+made but whose last events wait on a slow client is no longer held: seen as a false FAIL of
+ABORT-002 on a correct mock (the fuzzer's abort, `--max-model-len 48`, a busy machine)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from mock_server.config import parse_args
+from mock_server.engine import Engine, Job
+from mock_server.request import parse_generate
+
+
+def _job(engine: Engine, rid: str, n: int = 2, max_tokens: int = 3) -> Job:
+    sampling = {"max_tokens": max_tokens, "n": n, "temperature": 1.0, "seed": 1, "ignore_eos": True}
+    req = parse_generate({"token_ids": [1, 2, 3], "sampling_params": sampling}, engine.cfg)
+    return Job(request_id=rid, req=req, max_tokens=max_tokens)
+
+
+def test_a_stream_is_held_while_tokens_are_to_come_and_not_after() -> None:
+    async def scenario() -> None:
+        engine = Engine(parse_args(["--enable-scale-out", "--mock-vocab-size", "512"]))
+        job = _job(engine, "generate-tokens-a")
+        events = engine.run(job)
+        first = await anext(events)  # one step made: tokens still to come
+        assert engine.stats()["held"] == ["generate-tokens-a"], first
+        engine.client_gone("generate-tokens-a")
+        assert engine.stats()["hung_up"] == ["generate-tokens-a"]
+        seen = 1
+        while not all(seq.finish_reason for seq in job.sequences):
+            await anext(events)
+            seen += 1
+        # every token made, the last events not yet taken by the writer: still registered,
+        # no longer held, and a hang-up now is not one the engine heard on a held request
+        assert engine.stats()["held"] == [] and engine.stats()["in_flight"] == 1
+        engine.client_gone("generate-tokens-a")
+        assert engine.stats()["hung_up"] == ["generate-tokens-a"]
+        await events.aclose()
+        assert engine.stats()["in_flight"] == 0
+
+    asyncio.run(scenario())
+
+
+def test_an_abort_during_a_steps_events_cuts_every_sequence_the_step_left_running() -> None:
+    """A step makes every sequence's token before its events go out: an abort that comes in
+    between two of them finds each sequence ended by that step or still to be cut."""
+
+    async def scenario() -> None:
+        engine = Engine(parse_args(["--enable-scale-out", "--mock-vocab-size", "512"]))
+        job = _job(engine, "generate-tokens-b", n=2, max_tokens=5)
+        events = engine.run(job)
+        await anext(events)  # sequence 0's event of step 1; sequence 1 stepped already
+        assert [len(seq.records) for seq in job.sequences] == [1, 1]
+        engine.abort(["generate-tokens-b"])
+        async for _ in events:
+            pass
+        assert [seq.finish_reason for seq in job.sequences] == ["abort", "abort"]
+
+    asyncio.run(scenario())
