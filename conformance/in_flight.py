@@ -241,7 +241,7 @@ def fastest(s: Session, plan: Plan) -> float | None:
     """The fastest the server has completed `plan`'s request alone (no blockers ahead: a queue
     proves nothing about when a request starts), non-streamed, from this client: the bound of
     `proof.BOUND`. Sampled only when a verdict needs it; None when it never completed."""
-    alone = Plan(plan.max_tokens, plan.n, plan.logprobs)
+    alone = plan.alone
     timeout = s.timeout_for(plan.max_tokens)
 
     def sample() -> float | None:
@@ -324,7 +324,7 @@ def _attempts(s: Session, queue: bool) -> Iterator[Plan]:
 def _outran(s: Session, plan: Plan) -> bool:
     """The server completed `plan` alone in under SHARE of its time at the learned pace: the
     pace is the client's reading, not the server's generation."""
-    seen = s.remember("fastest", Fastest).times().get(Plan(plan.max_tokens, plan.n, plan.logprobs))
+    seen = s.remember("fastest", Fastest).times().get(plan.alone)
     return seen is not None and seen < SHARE * s.limits.seconds_for(plan.max_tokens)
 
 

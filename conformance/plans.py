@@ -71,6 +71,12 @@ class Plan:
     logprobs: int | None = None
     blockers: int = 0
 
+    @property
+    def alone(self) -> Plan:
+        """The same request with no blockers ahead: the shape its fastest completion is
+        sampled by (`in_flight.fastest`), and the shape of each blocker."""
+        return Plan(self.max_tokens, self.n, self.logprobs)
+
     def describe(self) -> str:
         held = f", n {self.n}" if self.n > 1 else ""
         held += f", logprobs {self.logprobs}" if self.logprobs else ""
@@ -159,7 +165,7 @@ def blockers(client: Client, plan: Plan, rid: str, timeout: float) -> Iterator[N
         Client(client.base_url, client.api_key, timeout=timeout)
         for _ in range(math.ceil(plan.blockers / PER_CLIENT))
     ]
-    shape = Plan(plan.max_tokens, plan.n, plan.logprobs)
+    shape = plan.alone
     done = threading.Event()
 
     def block(number: int) -> None:
