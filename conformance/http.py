@@ -16,6 +16,14 @@ from typing import Any, Unpack
 
 import httpx
 
+from loopback.timeouts import (
+    ANSWER_FACTOR,
+    CONNECT_CAP_S,
+    DEFAULT_TIMEOUT_S,
+    STREAM_FACTOR,
+    Timeouts,
+)
+
 from .async_client import AsyncClient
 from .bounded import (
     MAX_BODY,
@@ -39,7 +47,6 @@ from .sender import (
     auth_header,
 )
 from .sse import is_event_stream, sse_data, sse_events
-from .timeouts import ANSWER_FACTOR, CONNECT_CAP_S, DEFAULT_TIMEOUT_S, STREAM_FACTOR, Timeouts
 
 __all__ = [
     "ANSWER_FACTOR",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from .timeouts import DEFAULT_TIMEOUT_S
+from loopback.timeouts import DEFAULT_TIMEOUT_S
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -14,6 +14,8 @@ from typing import Any, TypedDict
 
 import httpx
 
+from loopback.timeouts import Timeouts
+
 from .bounded import (
     EVENT_BYTES,
     MAX_BODY,
@@ -26,7 +28,6 @@ from .bounded import (
 from .credentials import remember
 from .exchange import Exchange, dumps, stated_error
 from .sse import is_event_stream
-from .timeouts import Timeouts
 
 UNRESPONSIVE_AFTER = 3  # consecutive timeouts before the client stops sending
 IN_PROCESS_URL = "http://testserver"
