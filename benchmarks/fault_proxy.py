@@ -30,6 +30,7 @@ from benchmarks.fault_catalogue import (
     observe,
     operation_path,
 )
+from loopback.connections import end_to_end
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -37,7 +38,6 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 Headers = list[tuple[bytes, bytes]]
 
-_HOP = {b"content-length", b"transfer-encoding", b"connection", b"keep-alive", b"host"}
 _PATHS = {operation_path(name): name for name in OPERATIONS}
 NON_JSON_EVENT = b"data: {this is not json\n\n"
 
@@ -124,14 +124,14 @@ class FaultProxy:
     async def _exchange(self, scope: Scope, body: bytes, send: Send) -> None:
         path = scope["path"]
         url = path + ("?" + scope["query_string"].decode() if scope["query_string"] else "")
-        headers = [(k, v) for k, v in scope["headers"] if k.lower() not in _HOP]
+        headers = end_to_end(scope["headers"])
         request = self._client_for().build_request(
             scope["method"], url, headers=headers, content=body
         )
         response = await self._client_for().send(request, stream=True)
         try:
             operation = _PATHS.get(path, "")
-            out = [(k, v) for k, v in response.headers.raw if k.lower() not in _HOP]
+            out = end_to_end(response.headers.raw)
             if response.headers.get("content-type", "").startswith("text/event-stream"):
                 await self._stream(operation, response, out, send)
             else:

@@ -14,6 +14,7 @@ from typing import Any, TypedDict
 
 import httpx
 
+from loopback.connections import KEEPALIVE_S
 from loopback.timeouts import Timeouts
 
 from .bounded import (
@@ -32,7 +33,6 @@ from .sse import is_event_stream
 UNRESPONSIVE_AFTER = 3  # consecutive timeouts before the client stops sending
 IN_PROCESS_URL = "http://testserver"
 """The base URL of an in-process app (what schemathesis's ASGI client and reproducers use)."""
-KEEPALIVE_S = 2.0  # idle connections kept at most this long (servers close theirs at 5 s)
 MISSING: Any = object()
 """No JSON body given (None is a JSON body: null)."""
 

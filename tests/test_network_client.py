@@ -187,7 +187,7 @@ def test_idle_connections_go_before_a_server_closes_them() -> None:
     client drops its idle connections first."""
     import uvicorn
 
-    from conformance.sender import KEEPALIVE_S
+    from loopback.connections import KEEPALIVE_S
 
     server_idle_s = uvicorn.Config(app=None).timeout_keep_alive
     client = Client("http://127.0.0.1:9")

@@ -22,6 +22,7 @@ import httpx
 from starlette.applications import Starlette
 from starlette.routing import Route
 
+from loopback.connections import KEEPALIVE_S, end_to_end
 from mock_server.asgi import Receive, Scope, Send
 from mock_server.errors import error_body, json_bytes
 from mock_server.router.events import EventRewriter, rewrite_body
@@ -34,20 +35,6 @@ from mock_server.router.policy import (
     policy_for,
 )
 
-HOP_BY_HOP = frozenset(
-    {
-        b"host",
-        b"content-length",
-        b"transfer-encoding",
-        b"connection",
-        b"keep-alive",
-        b"proxy-connection",
-        b"upgrade",
-        b"te",
-        b"trailer",
-        b"expect",
-    }
-)
 CONNECT_TIMEOUT = 5.0
 
 
@@ -119,7 +106,7 @@ class Router:
                 # idle upstream connections go before an engine's uvicorn closes them (5 s):
                 # a request sent on one as it closes is reset, and its client gets a 502
                 limits=httpx.Limits(
-                    max_connections=None, max_keepalive_connections=32, keepalive_expiry=2.0
+                    max_connections=None, max_keepalive_connections=32, keepalive_expiry=KEEPALIVE_S
                 ),
             )
         return self._client
@@ -139,7 +126,7 @@ class Router:
         body = await _read_body(receive)
         if body is None:  # the client left before it finished sending
             return
-        headers = [(k.lower(), v) for k, v in scope["headers"] if k.lower() not in HOP_BY_HOP]
+        headers = [(k.lower(), v) for k, v in end_to_end(scope["headers"])]
         out = Outgoing(headers, body, self.engine_api_key, scope.get("path", ""))
         if self.policy.request is not None:
             self.policy.request(out)
@@ -202,7 +189,7 @@ class Router:
             await sender.whole(response)
             return
         try:
-            headers = [(k, v) for k, v in response.headers.raw if k.lower() not in HOP_BY_HOP]
+            headers = end_to_end(response.headers.raw)
             if response.headers.get("content-type", "").startswith("text/event-stream"):
                 await self._stream(scope["path"], response, headers, sender)
                 return
@@ -273,7 +260,7 @@ class Router:
         finally:
             with anyio.CancelScope(shield=True):
                 await response.aclose()
-        headers = [(k, v) for k, v in response.headers.raw if k.lower() not in HOP_BY_HOP]
+        headers = end_to_end(response.headers.raw)
         return Answer(response.status_code, headers, raw)
 
 
