@@ -33,42 +33,33 @@ from typing import Any
 import httpx
 from loadgen import Load, ensure_wrk, run_wrk
 
+from loopback.ports import free_port
+from loopback.processes import start_session, stop_session
+from loopback.readiness import NotReady, wait_ready
+
 HERE = Path(__file__).resolve().parent
 PROMPT = [151644, 872, 198]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def wait_healthy(url: str, proc: subprocess.Popen[bytes], deadline_s: float = 10) -> float:
-    start = time.monotonic()
-    while time.monotonic() - start < deadline_s:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            if httpx.get(f"{url}/health", timeout=0.5).status_code == 200:
-                return time.monotonic() - start
-        except httpx.TransportError:
-            time.sleep(0.005)
-    raise RuntimeError(f"{url} not healthy after {deadline_s} s")
+    """Seconds until `url/health` answers 200, probed every 5 ms: start-up is measured."""
+    try:
+        return wait_ready(proc, url, deadline_s, poll_s=0.005, probe_s=0.5)
+    except NotReady as exc:
+        raise RuntimeError(f"{url}: {exc}") from None
 
 
 @contextmanager
 def server(argv: list[str]) -> Any:
     port = free_port()
-    proc = subprocess.Popen(
-        [*argv, "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )  # wrk hangs up on streams in flight at the end of a run: uvicorn logs each one
+    # wrk hangs up on streams in flight at the end of a run: uvicorn logs each one
+    proc = start_session([*argv, "--port", str(port)], subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, proc)
         yield url, proc
     finally:
-        proc.terminate()
-        proc.wait(10)
+        stop_session(proc.pid, leader=proc)
 
 
 def mock_argv(*extra: str) -> list[str]:
@@ -92,13 +83,12 @@ def startup_seconds(runs: int) -> list[float]:
     for _ in range(runs):
         port = free_port()
         start = time.monotonic()
-        proc = subprocess.Popen([*mock_argv(), "--port", str(port)], stdout=subprocess.DEVNULL)
+        proc = start_session([*mock_argv(), "--port", str(port)], subprocess.DEVNULL)
         try:
             wait_healthy(f"http://127.0.0.1:{port}", proc)
             times.append(time.monotonic() - start)
         finally:
-            proc.terminate()
-            proc.wait(10)
+            stop_session(proc.pid, leader=proc)
     return times
 
 

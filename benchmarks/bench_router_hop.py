@@ -50,8 +50,9 @@ from typing import Any
 import httpx
 from loadgen import cpu_seconds, ensure_wrk
 
-from conformance.server_process import ServerProcess, free_port, mock_argv
+from conformance.server_process import ServerProcess, mock_argv
 from live.router import DEFAULT_VERSION, RouterProcess, router_env, start_router
+from loopback.ports import free_port
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "wrk_generate.lua"

@@ -11,8 +11,9 @@ import time
 
 from conformance.profiles import MAIN_PROFILES, MOCK_KNOBS, PROFILES
 from conformance.runner import run
-from conformance.server_process import ServerProcess, free_port, mock_argv
+from conformance.server_process import ServerProcess, mock_argv
 from conformance.session import SuiteConfig
+from loopback.ports import free_port
 
 
 def once() -> dict[str, float]:

@@ -1,9 +1,9 @@
 """Start a server as a subprocess, wait for /health, always stop every process of its session.
 
 Used for the embedded mock (`python -m mock_server ...`), and extended by `live.launcher` for
-vLLM: the suite never imports the server it tests, it only talks to it over HTTP. A server may
-fork workers that outlive it (vLLM's EngineCore), so a stop looks for the session's members in
-/proc, not only at the leader; without /proc it falls back to the process group.
+vLLM: the suite never imports the server it tests, it only talks to it over HTTP. Starting a
+session, waiting for readiness and stopping every process of it are `loopback`'s; this adds
+the kit's client, the log and the port-taken retry.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import atexit
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,9 +23,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from loopback.ports import free_port
+from loopback.processes import listens, start_session, stop_session
+from loopback.readiness import ExitedBeforeReady, NotReady, wait_ready
+from loopback.timeouts import POLL_S, STOP_GRACE_S
+
 from .http import Client, ServerBroke
 
-PROC = Path("/proc")
 _RUNNING: weakref.WeakSet[ServerProcess] = weakref.WeakSet()
 
 
@@ -40,13 +43,6 @@ class PortTaken(ServerStartError):  # noqa: N818 - a kind of start error, named 
     another port is safe."""
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @dataclass(eq=False)  # identity, so a running server can sit in a WeakSet
 class ServerProcess:
     argv: Sequence[str]
@@ -55,8 +51,8 @@ class ServerProcess:
     start_deadline_s: float = 20.0
     health_path: str = "/health"
     up_statuses: tuple[int, ...] = (200, 401)  # 401: up, but /health is (wrongly) guarded
-    poll_s: float = 0.05
-    stop_grace_s: float = 5.0  # SIGTERM -> SIGKILL
+    poll_s: float = POLL_S
+    stop_grace_s: float = STOP_GRACE_S  # SIGTERM -> SIGKILL
     log_path: Path | None = None  # kept and appended to; None: a temporary log, gone on stop
     log_lines: int = 30
     last_start_s: float | None = field(default=None, init=False)  # spawn -> healthy
@@ -76,14 +72,7 @@ class ServerProcess:
         with self.log_path.open("ab") as log:
             log.write(f"--- start: {' '.join(self.argv)}\n".encode())
             log.flush()
-            self._proc = subprocess.Popen(
-                list(self.argv),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env={**os.environ, **self.env},
-                start_new_session=True,
-            )
+            self._proc = start_session(self.argv, log, self.env)
         _RUNNING.add(self)
         try:
             self._wait_healthy()
@@ -100,24 +89,32 @@ class ServerProcess:
     def _wait_healthy(self) -> None:
         """Until /health answers from this server's own processes: an answer from another
         process on the same port (ours then fails to bind, and exits) is `PortTaken`."""
-        assert self._proc is not None
-        ends = time.monotonic() + self.start_deadline_s
+        proc = self._proc
+        assert proc is not None
         answered_by_other = False
-        while (left := ends - time.monotonic()) > 0:
-            if self._proc.poll() is not None:
-                why = f"server exited with {self._proc.returncode} before it was healthy"
-                if answered_by_other:
-                    why += f" (port {self.port} answered by another process)"
-                error = PortTaken if answered_by_other else ServerStartError
-                raise error(f"{why}; log tail:\n{self.log_tail()}")
-            if self.healthy(timeout=max(0.1, min(2.0, left))):
-                if listens(self._proc.pid, self.port):
-                    return
-                answered_by_other = True
-            time.sleep(self.poll_s)
-        raise ServerStartError(
-            f"server not healthy within {self.start_deadline_s:g} s; log tail:\n{self.log_tail()}"
-        )
+
+        def ours_answers(timeout: float) -> bool:
+            nonlocal answered_by_other
+            if not self.healthy(timeout=timeout):
+                return False
+            if listens(proc.pid, self.port):
+                return True
+            answered_by_other = True
+            return False
+
+        try:
+            wait_ready(proc, ours_answers, self.start_deadline_s, self.poll_s)
+        except ExitedBeforeReady as exc:
+            why = f"server exited with {exc.returncode} before it was healthy"
+            if answered_by_other:
+                why += f" (port {self.port} answered by another process)"
+            error = PortTaken if answered_by_other else ServerStartError
+            raise error(f"{why}; log tail:\n{self.log_tail()}") from None
+        except NotReady:
+            raise ServerStartError(
+                f"server not healthy within {self.start_deadline_s:g} s; "
+                f"log tail:\n{self.log_tail()}"
+            ) from None
 
     def healthy(self, timeout: float = 2.0) -> bool:
         """/health answers with an up status, through the kit's client (one per call: a
@@ -178,94 +175,6 @@ class ServerProcess:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-
-
-def _stat_fields(pid: int) -> list[str] | None:
-    try:
-        raw = (PROC / str(pid) / "stat").read_text()
-    except OSError:
-        return None
-    # comm may hold spaces and parentheses: split after the last ')'.
-    return raw[raw.rindex(")") + 2 :].split()
-
-
-def listens(sid: int, port: int) -> bool:
-    """Whether a process of session `sid` holds the TCP socket listening on `port` (found in
-    /proc/net and the members' file descriptors); True where /proc cannot tell."""
-    inodes: set[str] = set()
-    for table in ("tcp", "tcp6"):
-        with contextlib.suppress(OSError):
-            for line in (PROC / "net" / table).read_text().splitlines()[1:]:
-                fields = line.split()
-                local, state, inode = fields[1], fields[3], fields[9]
-                if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
-                    inodes.add(f"socket:[{inode}]")
-    if not inodes:
-        return not (PROC / "net" / "tcp").exists()  # a listener /proc does not show
-    for pid in session_members(sid):
-        with contextlib.suppress(OSError):
-            for fd in (PROC / str(pid) / "fd").iterdir():
-                with contextlib.suppress(OSError):
-                    if os.readlink(fd) in inodes:
-                        return True
-    return False
-
-
-def session_members(sid: int) -> list[int]:
-    """Live (non-zombie) processes whose session id is `sid`; without /proc, the group's leader."""
-    if not PROC.is_dir():
-        try:
-            os.killpg(sid, 0)
-        except (ProcessLookupError, PermissionError):
-            return []
-        return [sid]
-    found = []
-    for entry in PROC.iterdir():
-        if not entry.name.isdigit():
-            continue
-        fields = _stat_fields(int(entry.name))
-        # fields[0] is state, fields[3] is session id
-        if fields and fields[3] == str(sid) and fields[0] != "Z":
-            found.append(int(entry.name))
-    return sorted(found)
-
-
-def _signal_all(sid: int, sig: signal.Signals) -> None:
-    for pid in session_members(sid):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(sid, sig)
-
-
-def stop_session(
-    sid: int, grace_s: float = 8.0, leader: subprocess.Popen[bytes] | None = None
-) -> list[int]:
-    """SIGTERM every member, SIGKILL what is left after `grace_s`; return pids that survived.
-
-    Members are found by session id, so workers that outlive their leader are stopped too; the
-    `leader`, if we started it, is reaped on the way (a zombie leader would keep its group).
-    """
-
-    def left() -> list[int]:
-        if leader is not None:
-            leader.poll()
-        return session_members(sid)
-
-    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
-        if not left():
-            break
-        _signal_all(sid, sig)
-        ends = time.monotonic() + wait
-        while left() and time.monotonic() < ends:
-            time.sleep(0.05)
-    survivors = left()
-    if leader is not None:
-        try:
-            leader.wait(timeout=5.0)
-        except subprocess.TimeoutExpired:
-            survivors = sorted({*survivors, leader.pid})
-    return survivors
 
 
 def stop_all() -> None:

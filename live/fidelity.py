@@ -20,9 +20,10 @@ import yaml
 
 from conformance.http import DEFAULT_TIMEOUT_S
 from conformance.server_process import ServerProcess
+from loopback.ports import free_port
 from mock_server.releases import LATEST, RELEASES
 
-from .launcher import LiveServer, ServerStartError, free_port
+from .launcher import LiveServer, ServerStartError
 from .profiles import Backend, LiveProfile
 from .standin import is_standin
 

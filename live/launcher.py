@@ -9,7 +9,6 @@ same port so a suite's client keeps working; its log is appended to across resta
 
 from __future__ import annotations
 
-import socket
 import time
 from dataclasses import dataclass, field
 
@@ -17,10 +16,10 @@ from conformance.http import Client, ServerBroke
 from conformance.server_process import (
     ServerProcess,
     ServerStartError,
-    free_port,
     install_signal_handlers,
     stop_all,
 )
+from loopback.ports import is_free
 
 from . import procgroup
 
@@ -29,7 +28,6 @@ __all__ = [
     "LiveServer",
     "ServerStartError",
     "Timings",
-    "free_port",
     "install_signal_handlers",
     "stop_all",
 ]
@@ -112,16 +110,6 @@ class LiveServer(ServerProcess):
         self._end_session()
         self.restarts += 1
         ends = time.monotonic() + 30.0
-        while not _port_free(self.port) and time.monotonic() < ends:
+        while not is_free(self.port) and time.monotonic() < ends:
             time.sleep(0.2)
         return self.start()
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True

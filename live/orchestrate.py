@@ -15,13 +15,14 @@ from conformance.reporting.progress import Progress
 from conformance.results import Report
 from conformance.runner import report_from
 from conformance.session import SuiteConfig
+from loopback.ports import free_port
 
 from . import deviations, fuzz_gate
 from . import releases as releases_mod
 from .artifacts import write_json
 from .fidelity import DiffResult, diff_against_mock
 from .fuzzing import FuzzBudget, fuzz_server, vocab_size
-from .launcher import LiveServer, ServerStartError, free_port, install_signal_handlers
+from .launcher import LiveServer, ServerStartError, install_signal_handlers
 from .profiles import Backend, LiveProfile, wants_diff
 from .suite import LiveRun, run_suite, write_transcripts
 

@@ -1,7 +1,7 @@
 """vLLM's engine processes, found through /proc by the server's session: their titles, renice.
 
 Finding a session's members and stopping all of them is generic and lives in
-`conformance.server_process` (re-exported here); what is vLLM's is the engine's process titles.
+`loopback.processes`; what is vLLM's is the engine's process titles.
 """
 
 from __future__ import annotations
@@ -9,10 +9,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from conformance.server_process import PROC, stop_session
-from conformance.server_process import session_members as members
+from loopback.processes import PROC, session_members
 
-__all__ = ["ENGINE_NAMES", "members", "process_name", "renice", "stop_session"]
+__all__ = ["ENGINE_NAMES", "process_name", "renice"]
 
 ENGINE_NAMES = ("VLLM::EngineCore", "VLLM::Worker")
 
@@ -35,7 +34,7 @@ def renice(sid: int, names: Iterable[str] = ENGINE_NAMES, niceness: int = 19) ->
     """
     prefixes = tuple(names)
     count = 0
-    for pid in members(sid):
+    for pid in session_members(sid):
         if not process_name(pid).startswith(prefixes):
             continue
         try:

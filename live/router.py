@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
-from conformance.server_process import ServerProcess, ServerStartError, free_port
+from conformance.server_process import ServerProcess, ServerStartError
 from live.releases import ReleaseInstallError, default_root, make_venv, run_step
+from loopback.ports import free_port
 
 __all__ = [
     "DEFAULT_VERSION",

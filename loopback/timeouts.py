@@ -56,3 +56,15 @@ class Timeouts:
 
         read = read or self.request
         return httpx.Timeout(read, connect=min(self.connect, read))
+
+
+# processes and readiness
+POLL_S = 0.05
+"""How often a wait on this machine looks again: at a process, a session, a `/health`."""
+PROBE_S = 2.0
+"""The longest one readiness probe (`GET /health`) waits: a server still starting answers
+nothing, and the next probe is sent rather than this one waited on."""
+STOP_GRACE_S = 5.0
+"""SIGTERM -> SIGKILL: how long a server has to end on its own before it is killed."""
+REAP_S = 5.0
+"""How long a killed process may take to be gone (and its leader reaped)."""

@@ -24,8 +24,10 @@ from typing import IO, Any, Unpack
 
 import httpx
 
+from loopback.ports import free_port
+from loopback.processes import signal_session, start_session, stop_session
+from loopback.readiness import ExitedBeforeReady, NotReady, wait_ready
 from mock_server.harness import MockOptions, MockSettings
-from mock_server.testing import free_port
 
 ROUTER_ENV = "TITO_VLLM_ROUTER"
 ROUTERS = ("auto", "kit", "vllm-router")
@@ -66,45 +68,26 @@ class _Process:
         self.log.seek(0)
         return self.log.read().decode("utf-8", "replace")[-2000:]
 
-    def signal(self, sig: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.popen.pid, sig)
-
     def stop(self) -> None:
-        if self.popen.poll() is None:
-            self.signal(signal.SIGTERM)
-            try:
-                self.popen.wait(5)
-            except subprocess.TimeoutExpired:
-                self.signal(signal.SIGKILL)
-                self.popen.wait(5)
+        stop_session(self.popen.pid, leader=self.popen)
         self.log.close()
 
 
 def _spawn(name: str, argv: list[str], env: Mapping[str, str] | None = None) -> _Process:
     log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by _Process.stop
-    popen = subprocess.Popen(
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, **(env or {})},
-        start_new_session=True,
-    )
-    return _Process(name, popen, log)
+    return _Process(name, start_session(argv, log, env), log)
 
 
 def _wait_healthy(process: _Process, url: str, deadline: float) -> None:
     """Until `url/health` answers 200; a process that exits or a deadline passed is an error."""
-    with httpx.Client(timeout=2.0) as client:
-        while time.monotonic() < deadline:
-            if process.popen.poll() is not None:
-                raise FleetError(f"{process.name} exited at start-up:\n{process.tail()}")
-            with contextlib.suppress(httpx.HTTPError):
-                if client.get(url + "/health").status_code == 200:
-                    return
-            time.sleep(0.05)
-    raise FleetError(f"{process.name} did not answer {url}/health in time:\n{process.tail()}")
+    try:
+        wait_ready(process.popen, url, within=deadline - time.monotonic())
+    except ExitedBeforeReady:
+        raise FleetError(f"{process.name} exited at start-up:\n{process.tail()}") from None
+    except NotReady:
+        raise FleetError(
+            f"{process.name} did not answer {url}/health in time:\n{process.tail()}"
+        ) from None
 
 
 @dataclass
@@ -131,7 +114,7 @@ class Fleet:
         """Kill engine `i` at once (SIGKILL): its streams break off mid-answer, as when an
         engine dies; the router then finds it unreachable."""
         engine = self._processes[i]
-        engine.signal(signal.SIGKILL)
+        signal_session(engine.popen.pid, signal.SIGKILL)
         engine.popen.wait(10)
 
     def stats(self) -> list[dict[str, Any]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -16,12 +15,6 @@ def asgi_client(argv: list[str], env: dict[str, str] | None = None) -> httpx.Asy
     """An in-process client (httpx.ASGITransport buffers each response, streams included)."""
     app = create_app(parse_args(argv, env or {}))
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://mock")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager

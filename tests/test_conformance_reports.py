@@ -162,7 +162,7 @@ def test_cli_usage_errors() -> None:
 
 
 def test_cli_unreachable_server_is_harness_error(capsys: pytest.CaptureFixture[str]) -> None:
-    from conformance.server_process import free_port
+    from loopback.ports import free_port
 
     code = cli.main(["run", "--base-url", f"http://127.0.0.1:{free_port()}", "--timeout", "1"])
     assert code == 2

@@ -19,11 +19,12 @@ import pytest
 
 from conformance.profiles import ALL_PROFILES, MAIN_PROFILES, MOCK_KNOBS
 from live import cli, deviations
-from live.launcher import LiveServer, free_port
+from live.launcher import LiveServer
 from live.profiles import LIVE_PROFILES, Backend, live_profile
 from live.standin import MARKER, is_standin
 from live.standin.flags import SERVE_FLAGS, StandinUsage, to_mock_argv
 from live.standin.install import write_executable
+from loopback.ports import free_port
 from mock_server.config import parse_args
 
 ROOT = Path(__file__).parents[1]

@@ -15,11 +15,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conformance import server_process
 from conformance.server_process import ServerProcess
 from live import procgroup
-from live.launcher import LiveServer, ServerStartError, free_port
+from live.launcher import LiveServer, ServerStartError
 from live.profiles import Backend, live_profile
+from loopback import processes
+from loopback.ports import free_port
 
 
 def mock_server(profile: str, tmp_path: Path, *extra: str) -> LiveServer:
@@ -67,7 +68,7 @@ def test_start_waits_for_health_warms_up_and_stop_leaves_nothing(tmp_path: Path)
             headers={"Authorization": f"Bearer {server.api_key}"},
         )
         assert answer.status_code == 200
-    assert procgroup.members(sid) == []
+    assert processes.session_members(sid) == []
     assert "--- start:" in (tmp_path / "server.log").read_text()
 
 
@@ -100,15 +101,15 @@ def test_children_that_outlive_the_leader_are_stopped(tmp_path: Path) -> None:
     leader = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
     sid = leader.pid
     ends = time.monotonic() + 10
-    while len(procgroup.members(sid)) < 2 and time.monotonic() < ends:
+    while len(processes.session_members(sid)) < 2 and time.monotonic() < ends:
         time.sleep(0.05)
-    assert len(procgroup.members(sid)) == 2
+    assert len(processes.session_members(sid)) == 2
     os.kill(sid, 9)  # the leader dies, the child (which ignores SIGTERM) stays
     leader.wait()
-    assert len(procgroup.members(sid)) == 1
+    assert len(processes.session_members(sid)) == 1
     t0 = time.monotonic()
-    survivors = procgroup.stop_session(sid, grace_s=0.5)
-    assert survivors == [] and procgroup.members(sid) == []
+    survivors = processes.stop_session(sid, grace_s=0.5)
+    assert survivors == [] and processes.session_members(sid) == []
     assert time.monotonic() - t0 < 10
 
 
@@ -141,13 +142,13 @@ def test_renice_sets_every_thread_of_matching_processes(tmp_path: Path) -> None:
         assert os.getpriority(os.PRIO_PROCESS, other.pid) != 19
     finally:
         for p in (proc, other):
-            procgroup.stop_session(p.pid, grace_s=1)
+            processes.stop_session(p.pid, grace_s=1)
             p.wait()
 
 
 def test_process_name_reads_the_title(started: LiveServer) -> None:
     assert "python" in procgroup.process_name(started.pid)
-    assert procgroup.members(started.pid) == [started.pid]
+    assert processes.session_members(started.pid) == [started.pid]
 
 
 STAND_IN = """
@@ -177,14 +178,14 @@ def test_server_process_stops_workers_that_outlive_the_leader_and_drops_its_temp
     sid, log = server.pid, server.log_path
     assert log is not None and "serving" in server.log_tail()
     ends = time.monotonic() + 10
-    while len(procgroup.members(sid)) < 2 and time.monotonic() < ends:
+    while len(processes.session_members(sid)) < 2 and time.monotonic() < ends:
         time.sleep(0.05)
     os.kill(sid, 9)  # the leader dies, its worker stays
     ends = time.monotonic() + 10
     while server.alive and time.monotonic() < ends:
         time.sleep(0.05)
-    assert len(procgroup.members(sid)) == 1
-    assert server.stop() == [] and procgroup.members(sid) == []
+    assert len(processes.session_members(sid)) == 1
+    assert server.stop() == [] and processes.session_members(sid) == []
     assert not log.exists() and server.log_path is None, "a temporary log goes with the server"
 
 
@@ -195,17 +196,19 @@ def test_without_proc_the_process_group_is_stopped(
     leader = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
     sid = leader.pid
     ends = time.monotonic() + 10
-    while len(procgroup.members(sid)) < 2 and time.monotonic() < ends:
+    while len(processes.session_members(sid)) < 2 and time.monotonic() < ends:
         time.sleep(0.05)
     with monkeypatch.context() as m:
-        m.setattr(server_process, "PROC", tmp_path / "no-proc")
-        assert server_process.session_members(sid) == [sid]
-        assert server_process.stop_session(sid, grace_s=2.0, leader=leader) == []
+        m.setattr(processes, "PROC", tmp_path / "no-proc")
+        assert processes.session_members(sid) == [sid]
+        assert processes.stop_session(sid, grace_s=2.0, leader=leader) == []
     assert leader.returncode is not None
     ends = time.monotonic() + 5
-    while procgroup.members(sid) and time.monotonic() < ends:  # the orphan is reaped by init
+    while (
+        processes.session_members(sid) and time.monotonic() < ends
+    ):  # the orphan is reaped by init
         time.sleep(0.05)
-    assert procgroup.members(sid) == []
+    assert processes.session_members(sid) == []
 
 
 def test_a_guarded_health_is_up_for_the_suite_but_not_for_a_live_server(tmp_path: Path) -> None:

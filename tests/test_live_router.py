@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conformance.server_process import ServerProcess, free_port, mock_argv
+from conformance.server_process import ServerProcess, mock_argv
 from live.router import (
     RouterInstallError,
     RouterProcess,
@@ -24,6 +24,7 @@ from live.router import (
     router_env,
     start_router,
 )
+from loopback.ports import free_port
 
 GENERATE = "/inference/v1/generate"
 BODY = {"token_ids": [151644, 872, 198], "sampling_params": {"max_tokens": 4, "ignore_eos": True}}

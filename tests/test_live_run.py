@@ -14,10 +14,11 @@ from conformance.session import SuiteConfig
 from live import cli, deviations
 from live.deviations import Deviation
 from live.fidelity import CRASHERS, Intended, _is_mock, judge, load_intended, release_of
-from live.launcher import LiveServer, free_port
+from live.launcher import LiveServer
 from live.profiles import Backend, live_profile
 from live.suite import run_suite
 from live.watchdog import Watchdog
+from loopback.ports import free_port
 
 
 def test_a_server_that_dies_fails_one_check_and_is_restarted(tmp_path: Path) -> None:

@@ -9,9 +9,9 @@ import time
 import httpx
 import pytest
 
+from loopback.ports import free_port
 from mock_server.config import parse_args
 from mock_server.defects import DEFECTS
-from mock_server.testing import free_port
 
 
 def test_defaults() -> None:

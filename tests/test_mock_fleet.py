@@ -18,6 +18,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from loopback.ports import free_port
 from mock_server.fleet import (
     HOW_TO_GET,
     ROUTER_ENV,
@@ -27,7 +28,6 @@ from mock_server.fleet import (
     vllm_router_binary,
 )
 from mock_server.harness import TitoMock
-from mock_server.testing import free_port
 
 GENERATE = "/inference/v1/generate"
 ABORT = "/inference/v1/abort_requests"

@@ -14,9 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
+from loopback.ports import free_port
 from mock_server.router import ROUTER_DEFECTS, create_router_app
 from mock_server.router.serve import serving
-from mock_server.testing import free_port, running_server
+from mock_server.testing import running_server
 
 GENERATE = "/inference/v1/generate"
 ABORT = "/inference/v1/abort_requests"

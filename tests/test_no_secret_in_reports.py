@@ -22,7 +22,8 @@ from conformance.credentials import PLACEHOLDER, redact
 from conformance.fuzz.findings import Finding
 from conformance.http import auth_header
 from conformance.results import CheckResult, Status
-from conformance.server_process import ServerProcess, free_port, mock_argv
+from conformance.server_process import ServerProcess, mock_argv
+from loopback.ports import free_port
 
 KEY = "sk-tito-test-7c1e09b2d4"
 

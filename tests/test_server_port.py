@@ -10,11 +10,11 @@ import pytest
 from conformance.server_process import (
     PortTaken,
     ServerProcess,
-    free_port,
-    listens,
     mock_argv,
     start_on_a_free_port,
 )
+from loopback.ports import free_port
+from loopback.processes import listens
 
 
 def mock(port: int, *flags: str) -> ServerProcess:

@@ -20,8 +20,9 @@ from pathlib import Path
 from types import TracebackType
 
 from conformance.profiles import ALL_PROFILES, API_KEY, MAIN_PROFILES
+from loopback.ports import free_port
 
-from ..launcher import LiveServer, free_port
+from ..launcher import LiveServer
 from ..profiles import DEFAULT_FRONTEND_VERSION, Backend
 from ..releases import ReleaseInstallError, build_model, default_root
 from . import install

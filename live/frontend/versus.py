@@ -30,9 +30,10 @@ import yaml
 
 from conformance.http import DEFAULT_TIMEOUT_S
 from conformance.profiles import MAIN_PROFILES
+from loopback.ports import free_port
 
 from ..fidelity import judge, load_intended
-from ..launcher import LiveServer, free_port, install_signal_handlers
+from ..launcher import LiveServer, install_signal_handlers
 from ..profiles import Backend, live_profile
 from ..releases import build_model
 from . import install
