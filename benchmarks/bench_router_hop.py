@@ -51,8 +51,9 @@ import httpx
 from loadgen import cpu_seconds, ensure_wrk
 
 from conformance.server_process import ServerProcess, mock_argv
-from live.router import DEFAULT_VERSION, RouterProcess, router_env, start_router
+from live.router import RouterProcess, router_env, start_router
 from loopback.ports import free_port
+from loopback.vllm_router import DEFAULT_VERSION
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "wrk_generate.lua"

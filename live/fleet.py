@@ -24,6 +24,7 @@ from conformance.results import Report, Status
 from conformance.runner import report_from
 from conformance.server_process import ServerProcess
 from conformance.session import SuiteConfig
+from loopback.vllm_router import DEFAULT_VERSION, PACKAGE
 
 from . import deviations
 from .artifacts import write_json
@@ -31,7 +32,7 @@ from .fidelity import diff_against_mock
 from .launcher import ServerStartError, install_signal_handlers
 from .orchestrate import live_server, suite_config
 from .profiles import Backend, LiveProfile, wants_diff
-from .router import DEFAULT_VERSION, PACKAGE, router_env, start_router
+from .router import router_env, start_router
 
 ROUTER_SPEC = re.compile(rf"^{PACKAGE}(==(?P<version>[0-9][0-9A-Za-z.+-]*))?$")
 FUZZ_EXAMPLES = 5  # the folded-in fuzz's cases per operation and mode, as `run` folds it

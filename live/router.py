@@ -3,9 +3,10 @@
 The router is a PyPI wheel (a Python launcher around a Rust binary). It gets a virtual
 environment of its own per version, beside the vLLM release environments (`live.releases`),
 so its pins (fastapi, aiohttp, ...) never touch the kit's environment and a second run reuses
-the install. It is started as a server of its own session (`ServerProcess`), so a stop takes
-every process it made, and it is up when its `/health` answers 200: it waits for every
-worker's /health before it serves.
+the install. Which release, and its command line, are `loopback.vllm_router`'s (the mock's
+fleet starts it too). It is started as a server of its own session (`ServerProcess`), so a
+stop takes every process it made, and it is up when its `/health` answers 200: it waits for
+every worker's /health before it serves.
 """
 
 from __future__ import annotations
@@ -26,10 +27,9 @@ from typing import Self
 from conformance.server_process import ServerProcess, ServerStartError
 from live.releases import ReleaseInstallError, default_root, make_venv, run_step
 from loopback.ports import free_port
+from loopback.vllm_router import DEFAULT_VERSION, PACKAGE, command_line
 
 __all__ = [
-    "DEFAULT_VERSION",
-    "PACKAGE",
     "RouterInstallError",
     "RouterProcess",
     "ServerStartError",
@@ -39,9 +39,6 @@ __all__ = [
     "start_router",
 ]
 
-PACKAGE = "vllm-router"
-DEFAULT_VERSION = "0.1.17"
-"""The release the facts in issue 20 were measured with; pinned so runs compare."""
 _MARKER = ".tito-installed"  # written last: a venv without it is a broken install, redone
 _VERSION = re.compile(r"^\d+(\.\d+)*([.+-]?[0-9A-Za-z.]+)?$")
 
@@ -166,26 +163,6 @@ class RouterProcess(ServerProcess):
         return self if self.alive else self.start()  # `start_router` has started it
 
 
-def router_argv(
-    binary: Path | str,
-    engine_urls: Sequence[str],
-    port: int,
-    policy: str = "round_robin",
-    api_key: str | None = None,
-    extra: Sequence[str] = (),
-    log_level: str = "warning",
-) -> list[str]:
-    """The router's command line: loopback, the engines as workers, `extra` last. Its metrics
-    port is a free one: it binds 127.0.0.1:29000 otherwise (whatever its --help says), and a
-    second router then panics at start."""
-    argv = [str(binary), "--host", "127.0.0.1", "--port", str(port)]
-    argv += ["--worker-urls", *engine_urls, "--policy", policy, "--log-level", log_level]
-    argv += ["--prometheus-port", str(free_port())]
-    if api_key is not None:
-        argv += ["--api-key", api_key]
-    return [*argv, *extra]
-
-
 def start_router(
     binary: Path | str,
     engine_urls: Sequence[str],
@@ -208,7 +185,7 @@ def start_router(
         raise ValueError("start_router: give at least one engine URL")
     port = port or free_port()
     router = RouterProcess(
-        router_argv(binary, engine_urls, port, policy, api_key, extra),
+        command_line(binary, engine_urls, port, policy=policy, api_key=api_key, extra=extra),
         port,
         start_deadline_s=start_deadline_s,
         up_statuses=(200,),

@@ -11,8 +11,6 @@ instrument that can also break one duty on purpose (`router_defect`).
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,19 +22,14 @@ from typing import IO, Any, Unpack
 
 import httpx
 
+from loopback import vllm_router
 from loopback.ports import free_port
 from loopback.processes import signal_session, start_session, stop_session
 from loopback.readiness import ExitedBeforeReady, NotReady, wait_ready
 from mock_server.harness import MockOptions, MockSettings
 
-ROUTER_ENV = "TITO_VLLM_ROUTER"
 ROUTERS = ("auto", "kit", "vllm-router")
 START_TIMEOUT = 30.0
-HOW_TO_GET = (
-    "vllm-router not found: install it in a venv of its own (python3 -m venv R && "
-    "R/bin/pip install vllm-router==0.1.17) and set TITO_VLLM_ROUTER=R/bin/vllm-router, "
-    "or put vllm-router on PATH"
-)
 
 
 class FleetError(RuntimeError):
@@ -45,14 +38,6 @@ class FleetError(RuntimeError):
 
 class RouterNotFound(FleetError):
     """`router="vllm-router"` was asked for and no binary is there."""
-
-
-def vllm_router_binary() -> str | None:
-    """`$TITO_VLLM_ROUTER` when it is an executable, else `vllm-router` on PATH, else None."""
-    given = os.environ.get(ROUTER_ENV)
-    if given:
-        return given if os.path.isfile(given) and os.access(given, os.X_OK) else None
-    return shutil.which("vllm-router")
 
 
 @dataclass
@@ -160,9 +145,9 @@ def start_fleet(
         raise ValueError("a router defect is a fault of the kit's router: use router='kit'")
     settings = MockSettings.of(flags, **mock)
     config = settings.config()  # a bad flag fails here, not in N processes
-    binary = None if router == "kit" or router_defect else vllm_router_binary()
+    binary = None if router == "kit" or router_defect else vllm_router.find_binary()
     if router == "vllm-router" and binary is None:
-        raise RouterNotFound(HOW_TO_GET)
+        raise RouterNotFound(vllm_router.HOW_TO_GET)
     fleet = Fleet(router="vllm-router" if binary else "kit")
     try:
         _start_engines(fleet, engines, settings, host)
@@ -215,12 +200,8 @@ def _start_engines(fleet: Fleet, count: int, settings: MockSettings, host: str) 
 
 def _start_vllm_router(fleet: Fleet, binary: str, host: str, port: int) -> str:
     port = port or free_port()
-    argv = [binary, "--host", host, "--port", str(port), "--worker-urls", *fleet.engines]
-    argv += ["--policy", "round_robin", "--log-level", "warning"]
-    # Its Prometheus exporter binds 127.0.0.1:29000 unless told otherwise: two fleets at once
-    # (xdist workers, a benchmark beside a test) would collide there and it panics at start.
-    argv += ["--prometheus-port", str(free_port())]
-    process = _spawn("vllm-router", argv)
+    argv = vllm_router.command_line(binary, fleet.engines, port, host=host)
+    process = _spawn(vllm_router.PACKAGE, argv)
     fleet._stack.callback(process.stop)
     url = f"http://{host}:{port}"
     _wait_healthy(process, url, time.monotonic() + START_TIMEOUT)

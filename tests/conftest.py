@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from conformance.fuzz.draw_cache import ENV
+from loopback import vllm_router
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -28,12 +29,12 @@ def pytest_configure(config: pytest.Config) -> None:
         folder = tempfile.mkdtemp(prefix="tito-draws-")
         os.environ[ENV] = folder
         config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
-    if os.environ.get("TITO_VLLM_ROUTER") or shutil.which("vllm-router"):
-        return
+    if os.environ.get(vllm_router.BINARY_ENV) or vllm_router.find_binary():
+        return  # one given (even a wrong one: the tests then say so) or on PATH
     from live.router import RouterInstallError, router_env
 
     with contextlib.suppress(RouterInstallError):  # else they skip, saying how to get it
-        os.environ["TITO_VLLM_ROUTER"] = str(router_env())
+        os.environ[vllm_router.BINARY_ENV] = str(router_env())
 
 
 SPREAD = frozenset({"test_conformance_settings.py", "test_fuzz_defects.py"})

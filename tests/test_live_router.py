@@ -77,7 +77,7 @@ def test_a_deployment_over_mocks_names_the_router(binary: Path, tmp_path: Path) 
     """`live --router` over two correct mocks: the misrouted abort is reported, every failure
     is attributed to the router, and the gate holds exactly the router's listed deviations."""
     from live.cli import main
-    from live.router import DEFAULT_VERSION
+    from loopback.vllm_router import DEFAULT_VERSION
 
     version = os.environ.get("TITO_ROUTER_VERSION") or DEFAULT_VERSION
     argv = ["--backend", "mock", "--router", f"vllm-router=={version}", "--engines", "2"]

@@ -19,14 +19,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from loopback.ports import free_port
-from mock_server.fleet import (
-    HOW_TO_GET,
-    ROUTER_ENV,
-    Fleet,
-    RouterNotFound,
-    start_fleet,
-    vllm_router_binary,
-)
+from loopback.vllm_router import BINARY_ENV, HOW_TO_GET, find_binary
+from mock_server.fleet import Fleet, RouterNotFound, start_fleet
 from mock_server.harness import TitoMock
 
 GENERATE = "/inference/v1/generate"
@@ -72,7 +66,7 @@ def test_the_fixture_starts_engines_behind_a_router(tito_mock_fleet: Fleet) -> N
     assert [s["received"] for s in fleet.stats()] == [2, 2]
 
 
-REAL = pytest.mark.skipif(vllm_router_binary() is None, reason=HOW_TO_GET)
+REAL = pytest.mark.skipif(find_binary() is None, reason=HOW_TO_GET)
 
 
 @pytest.mark.parametrize("router", ["kit", pytest.param("vllm-router", marks=REAL)])
@@ -109,7 +103,7 @@ def test_start_fleet_refuses_what_it_cannot_do(monkeypatch: pytest.MonkeyPatch) 
         start_fleet(router="vllm-router", router_defect="abort-one-engine")
     with pytest.raises(ValueError, match="rejected"):
         start_fleet(flags=["--no-such-flag"], router="kit")
-    monkeypatch.setenv(ROUTER_ENV, "/nonexistent/vllm-router")
+    monkeypatch.setenv(BINARY_ENV, "/nonexistent/vllm-router")
     with pytest.raises(RouterNotFound, match="pip install vllm-router"):
         start_fleet(router="vllm-router")
 

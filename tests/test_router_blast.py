@@ -18,7 +18,8 @@ from conformance.profiles import MOCK_KNOBS, PROFILES
 from conformance.requirements import Level
 from conformance.results import CheckResult, Report, Status
 from conformance.session import SuiteConfig
-from mock_server.fleet import HOW_TO_GET, start_fleet, vllm_router_binary
+from loopback.vllm_router import HOW_TO_GET, find_binary
+from mock_server.fleet import start_fleet
 
 FUZZ = 5  # cases per operation: enough that every fuzz group finds what it finds here
 IN_FLIGHT = ("ABORT-", "STOP-005", "WV-003", "WV-004")
@@ -91,7 +92,7 @@ def test_a_router_defect_fails_its_duty_with_the_fuzz_folded_in(defect: str) -> 
 
 
 def test_vllm_router_fails_its_deviations_only() -> None:
-    if vllm_router_binary() is None:
+    if find_binary() is None:
         pytest.skip(HOW_TO_GET)
     report = routed_run("vllm-router", None)
     assert not report.harness_error, report.harness_error
