@@ -84,9 +84,7 @@ class Watchdog:
             try:
                 self.server.restart()
                 death.restarted = True
-                # The client stops sending after consecutive timeouts; a fresh server deserves
-                # a fresh count (conformance.http.Client keeps it in `_timeouts`).
-                self.session.client._timeouts = 0
+                self.session.client.forgive_timeouts()  # a fresh server, a fresh count
             except ServerStartError as exc:
                 death.restart_error = str(exc)
                 self.gave_up = True
