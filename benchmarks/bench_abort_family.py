@@ -34,6 +34,7 @@ from benchmarks.bench_settings import (
     server_env,
 )
 from conformance.server_process import ServerProcess, mock_argv, start_on_a_free_port
+from loopback.timeouts import RUN_DEADLINE_S
 
 DEFECTS = {
     "abort-ignored": {"ABORT-002", "ABORT-003"},
@@ -43,7 +44,6 @@ DEFECTS = {
 """The in-flight defects, and the requirements each must fail wherever a correct server's
 action lands."""
 FUZZ_EXAMPLES = 5
-RUN_DEADLINE_S = 600.0
 BY_NAME = {s.name.removeprefix("in-flight-"): s for s in IN_FLIGHT_SETTINGS}
 
 

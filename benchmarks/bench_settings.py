@@ -29,13 +29,13 @@ from typing import Any
 from benchmarks.slow_reader import slow_reader
 from conformance.profiles import ALL_PROFILES, API_KEY, MOCK_KNOBS
 from conformance.server_process import ServerProcess, mock_argv, start_on_a_free_port
+from loopback.timeouts import RUN_DEADLINE_S  # `run`'s own --deadline default
 
 SCALE_OUT = ("--enable-scale-out",)
 DEV_MODE = {"VLLM_SERVER_DEV_MODE": "1"}
 # What --enable-scale-out with dev mode offers, and --tokens-only: the profiles' own features.
 SCALE_OUT_CLAIMS = ALL_PROFILES["scale-out"].features
 TOKENS_ONLY_CLAIMS = ALL_PROFILES["tokens-only"].features
-RUN_DEADLINE_S = 600.0  # `run`'s own --deadline default
 BUSY_MARGIN_S = 60.0  # the busy loop ends by itself at the run's deadline plus this, at the latest
 # Pinned, so a VLLM_* variable in the caller's environment cannot change a setting.
 BASE_ENV = {"VLLM_SERVER_DEV_MODE": "0", "VLLM_API_KEY": ""}

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .attribution import attribute
-from .http import DEFAULT_TIMEOUT_S, Timeouts
+from .http import Timeouts
+from .options import add_api_key, add_deadline, add_timeout
 from .profiles import MAIN_PROFILES, PROFILES
 from .reporting.provenance import VersionAction
 from .results import Report, exit_code
@@ -56,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
         "land is a skip of kind limit, never 3.",
     )
     run.add_argument("--base-url", help="server under test; omit to run the embedded mock")
-    run.add_argument("--api-key", help="API key of the server under test")
+    add_api_key(run)
     run.add_argument(
         "--engine",
         action="append",
@@ -86,13 +87,8 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ID",
         help="run only the checks of these requirement IDs (repeatable)",
     )
-    run.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT_S,
-        help="per-request timeout, s (default %(default)s)",
-    )
-    run.add_argument("--deadline", type=float, default=600.0, help="whole-run deadline, s")
+    add_timeout(run)
+    add_deadline(run)
     run.add_argument(
         "--workers",
         type=int,

@@ -11,6 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from loopback.timeouts import WARMUP_TIMEOUT_S
+
 from .http import Client, Reply, ServerBroke
 from .limits import queued_wait
 from .outputs import FLAG_OUTPUTS, detected
@@ -193,7 +195,7 @@ def _json(reply: Reply | None) -> Any:
         return None
 
 
-def probe(client: Client, warmup_timeout: float = 30.0) -> Features:
+def probe(client: Client, warmup_timeout: float = WARMUP_TIMEOUT_S) -> Features:
     """Detect the features. Raises ProbeError when the server cannot be tested at all.
 
     A feature is present when any one of its signals is: a server that shows a feature on one

@@ -33,6 +33,8 @@ from typing import Any
 
 import pytest
 
+from loopback.timeouts import PAST_DEADLINE_S
+
 from .answers import Answer
 from .collector import Collector
 from .features import Features
@@ -205,7 +207,7 @@ def run_workers(
         paths = [Path(tmp) / f"job{i}" for i in range(len(jobs))]
         for path, args in zip(paths, jobs, strict=True):
             path.with_suffix(".in").write_bytes(pickle.dumps((*learned, args)))
-        timeout = session.config.deadline_s + 60
+        timeout = session.config.deadline_s + PAST_DEADLINE_S
 
         def one(path: Path, job: list[str]) -> Shard:
             try:

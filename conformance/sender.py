@@ -186,6 +186,11 @@ class Sender:
         with self._lock:
             self._timeouts = self._timeouts + 1 if timed_out else 0
 
+    def forgive_timeouts(self) -> None:
+        """Send again after consecutive timeouts: the server behind them was replaced (a
+        restarted server deserves a fresh count, `stop_after`)."""
+        self._note(False)
+
     def _body_deadline(self, exchange: Exchange, limit: float) -> float:
         """A plain body must end within twice the request timeout; an SSE one read whole,
         within the stream budget."""

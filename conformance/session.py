@@ -11,6 +11,8 @@ from typing import Any, NoReturn, TypeVar
 
 import pytest
 
+from loopback.timeouts import RUN_DEADLINE_S, WARMUP_TIMEOUT_S
+
 from .answers import KEPT, Answer
 from .credentials import remember
 from .engine_state import EngineState
@@ -34,8 +36,8 @@ class SuiteConfig:
     expect: frozenset[str] = frozenset()
     timeout: float = DEFAULT_TIMEOUT_S  # per request (`http.Timeouts.request`)
     stream_deadline: float = 0.0  # per stream, wall clock; 0: from `timeout` (`Timeouts.stream`)
-    deadline_s: float = 600.0  # whole run
-    warmup_timeout: float = 30.0  # the first generate (a real server's first request is slow)
+    deadline_s: float = RUN_DEADLINE_S  # whole run
+    warmup_timeout: float = WARMUP_TIMEOUT_S  # the first generate (a real server's is slow)
     profile: str | None = None
     requirement_ids: frozenset[str] | None = None  # run only the checks of these
     keyword: str | None = None  # pytest -k

@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from conformance.http import DEFAULT_TIMEOUT_S
+from conformance.options import add_deadline, add_timeout
 from conformance.profiles import MOCK_KNOBS
+from loopback.timeouts import SERVER_START_S
 
 from .fuzzing import LIVE_MAX_EXAMPLES, LIVE_SEED
 from .profiles import (
@@ -78,12 +79,9 @@ def parser() -> argparse.ArgumentParser:
         metavar="ARG",
         help="extra server flag (repeatable; use --server-arg=--flag)",
     )
-    p.add_argument("--start-deadline", type=float, default=300.0, help="s until /health")
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT_S,
-        help="per-request timeout of the suite, the diff and the fuzzer, s (default %(default)s)",
+    p.add_argument("--start-deadline", type=float, default=SERVER_START_S, help="s until /health")
+    add_timeout(
+        p, help="per-request timeout of the suite, the diff and the fuzzer, s (default %(default)s)"
     )
     p.add_argument(
         "--stream-deadline",
@@ -91,7 +89,7 @@ def parser() -> argparse.ArgumentParser:
         default=0.0,
         help="per-stream deadline, s (default: 3 x --timeout)",
     )
-    p.add_argument("--deadline", type=float, default=600.0, help="per-profile suite deadline, s")
+    add_deadline(p, help="per-profile suite deadline, s")
     p.add_argument(
         "--diff",
         action="store_true",

@@ -21,6 +21,7 @@ import yaml
 from conformance.http import DEFAULT_TIMEOUT_S
 from conformance.server_process import ServerProcess
 from loopback.ports import free_port
+from loopback.timeouts import DIFF_RUN_S, MOCK_START_S
 from mock_server.releases import LATEST, RELEASES
 
 from .launcher import LiveServer, ServerStartError
@@ -180,7 +181,7 @@ def diff_against_mock(
     real: ServerProcess,
     profile: LiveProfile,
     out: Path,
-    timeout_s: float = 900.0,
+    timeout_s: float = DIFF_RUN_S,
     intended: Sequence[Intended] | None = None,
     vllm_version: str | None = None,
     request_timeout_s: float = DEFAULT_TIMEOUT_S,
@@ -199,7 +200,7 @@ def diff_against_mock(
         mock.argv(profile, port),
         port,
         env=mock.env(profile),
-        start_deadline_s=30.0,
+        start_deadline_s=MOCK_START_S,
         api_key=profile.api_key,
         log_path=out / f"mock-{profile.name}.log",
     )

@@ -18,11 +18,9 @@ import pytest
 from conformance.exchange import Exchange
 from conformance.registry import requirements_of
 from conformance.session import Session
+from loopback.timeouts import DEATH_WATCH_S, HEALTH_POLL_S, HEALTH_READ_S, STAYS_HEALTHY_S
 
 from .launcher import LiveServer, ServerStartError
-
-HEALTH_GRACE_S = 5.0
-HEALTHY_FOR_S = 1.0
 
 
 @dataclass
@@ -64,19 +62,19 @@ class Watchdog:
             return False
         # A failing check may have just killed it, and a dying server can still answer /health
         # for a moment (vLLM's 500 comes before its exit; uvicorn drains): only a server that
-        # stays healthy for HEALTHY_FOR_S is alive.
-        ends = time.monotonic() + HEALTH_GRACE_S
+        # stays healthy for STAYS_HEALTHY_S is alive.
+        ends = time.monotonic() + DEATH_WATCH_S
         healthy_since: float | None = None
         while time.monotonic() < ends:
             if not self.server.alive:
                 return True
-            if self.server.healthy(timeout=1.0):
+            if self.server.healthy(timeout=HEALTH_READ_S):
                 healthy_since = healthy_since or time.monotonic()
-                if time.monotonic() - healthy_since >= HEALTHY_FOR_S:
+                if time.monotonic() - healthy_since >= STAYS_HEALTHY_S:
                     return False
             else:
                 healthy_since = None
-            time.sleep(0.2)
+            time.sleep(HEALTH_POLL_S)
         return not self.server.alive or healthy_since is None
 
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -86,9 +84,7 @@ class Watchdog:
             try:
                 self.server.restart()
                 death.restarted = True
-                # The client stops sending after consecutive timeouts; a fresh server deserves
-                # a fresh count (conformance.http.Client keeps it in `_timeouts`).
-                self.session.client._timeouts = 0
+                self.session.client.forgive_timeouts()  # a fresh server, a fresh count
             except ServerStartError as exc:
                 death.restart_error = str(exc)
                 self.gave_up = True

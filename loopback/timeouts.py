@@ -1,4 +1,6 @@
-"""The kit's one timeout configuration: every wait of every sender follows from one number."""
+"""Every wait of the kit, named once: a sender's all follow from one number (`Timeouts`); the
+others (a run's and a start's deadlines, the polls and graces around a server) are named below,
+each kind once, with why it is as long as it is."""
 
 from __future__ import annotations
 
@@ -68,3 +70,53 @@ STOP_GRACE_S = 5.0
 """SIGTERM -> SIGKILL: how long a server has to end on its own before it is killed."""
 REAP_S = 5.0
 """How long a killed process may take to be gone (and its leader reaped)."""
+
+# the kit's other waits: answers derive from the one number; deadlines, polls and graces are
+# named for what they wait for (values as the modules that used them had them)
+WARMUP_TIMEOUT_S = DEFAULT_TIMEOUT_S
+"""The probe's first generate: a real server's first request is its slowest (a request's wait,
+or this if longer)."""
+RUN_DEADLINE_S = 600.0
+"""One suite run's wall clock (every `--deadline`; per profile in `live`): a server that hangs
+costs minutes, not hours, and a whole run of a real vLLM on two CPU cores fits."""
+PAST_DEADLINE_S = 60.0
+"""How long a check worker's process may outlast the run deadline: the run inside it stops at
+its deadline, the process still starts Python, collects and writes its shard."""
+SERVER_START_S = 300.0
+"""A real vLLM's start until /health answers (`live --start-deadline`): loading the model and
+warming up on two CPU cores takes minutes."""
+FRONTEND_START_S = 600.0
+"""A vLLM release's own server over the simulated core: its start imports a whole release (one
+to three minutes on two busy cores) and may share the cores with another server's start."""
+MOCK_START_S = 30.0
+"""The mock started beside a real vLLM (the fidelity diff's candidate): seconds alone, more on
+cores the real server keeps busy."""
+DIFF_RUN_S = 900.0
+"""One `tito-conformance diff` process against a real vLLM: the corpus's long cases at a real
+server's pace (twice this where both sides are real servers)."""
+HEALTH_READ_S = 1.0
+"""One /health read of a watched server: a live server answers in milliseconds whatever its
+model's pace, so it is not scaled with the answer waits."""
+HEALTH_POLL_S = 0.2
+"""How often a server that may have just died is read (alive? /health?): a death is seen
+within a check's time, at no cost to the server."""
+DEATH_WATCH_S = 5.0
+"""How long a server whose check failed is watched for its death: a crash comes a moment after
+the 500 that announced it."""
+STAYS_HEALTHY_S = 1.0
+"""How long a server that may have just crashed must keep answering /health to count as alive:
+vLLM 0.32 `--tokens-only` still answers for a moment after its crash (uvicorn drains)."""
+ALIVE_POLL_S = 1.0
+"""How often a server run in the foreground is checked alive, to exit when it did."""
+SIGNAL_SLICE_S = 3600.0
+"""A foreground command waits for its stop signal in slices of this (any length: the signal
+ends the wait)."""
+SHUTDOWN_GRACE_S = 1
+"""What uvicorn gives a mock's open connections on shutdown (an int, as uvicorn takes it): the
+mock answers in milliseconds, and a test's teardown should not wait for a held stream."""
+IN_PROCESS_S = 10.0
+"""An in-process mock server's start and stop: milliseconds, unless the machine is stuck."""
+IN_PROCESS_POLL_S = 0.005
+"""How often an in-process server is asked whether it has started."""
+DRAIN_POLL_S = 0.01
+"""How often `/pause?mode=wait` looks whether the requests in flight have ended."""

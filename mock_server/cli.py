@@ -6,6 +6,8 @@ import argparse
 import sys
 from collections.abc import Callable
 
+from loopback.timeouts import SHUTDOWN_GRACE_S, SIGNAL_SLICE_S
+
 FLEET_FLAGS = ("--engines", "--router", "--router-defect", "--engine-api-key")
 REAL_FRONTEND = "--real-frontend"
 """vLLM's own server over a simulated core: the kit's live part answers it (an entry point of
@@ -34,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
             log_level="warning",
             access_log=False,
             lifespan="off",
-            timeout_graceful_shutdown=1,
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         )
     )
 
@@ -112,7 +114,7 @@ def fleet_main(argv: list[str]) -> int:
             print(f"engine {i}: {url}")
         sys.stdout.flush()
         try:
-            while not stop.wait(3600):
+            while not stop.wait(SIGNAL_SLICE_S):
                 pass
         except KeyboardInterrupt:
             pass

@@ -15,6 +15,7 @@ from typing import Any, TypedDict
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+from loopback.timeouts import IN_PROCESS_POLL_S, IN_PROCESS_S
 from mock_server.app import create_app
 from mock_server.config import MockConfig, parse_args
 from mock_server.defects import DEFECTS
@@ -173,13 +174,13 @@ def loopback(app: Any, portal: BlockingPortal) -> Iterator[str]:
     app.state.mock.on_fatal.append(lambda: setattr(server, "should_exit", True))
     served = portal.start_task_soon(server.serve)
     portal.call(_until_started, server)
-    with listening(server, "127.0.0.1", lambda: served.result(10)) as url:
+    with listening(server, "127.0.0.1", lambda: served.result(IN_PROCESS_S)) as url:
         yield url
 
 
 async def _until_started(server: Any) -> None:
     import anyio
 
-    with anyio.fail_after(10):
+    with anyio.fail_after(IN_PROCESS_S):
         while not server.started:
-            await anyio.sleep(0.005)
+            await anyio.sleep(IN_PROCESS_POLL_S)

@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from loopback.timeouts import DRAIN_POLL_S
 from mock_server.config import MockConfig
 from mock_server.engine import Engine
 from mock_server.errors import ApiError, ValidationFailure, validation_item
@@ -83,7 +84,7 @@ def pause_routes(cfg: MockConfig, engine: Engine, paused: Paused) -> list[Route]
             engine.abort_all()
         elif mode == "wait":
             while engine.in_flight:
-                await asyncio.sleep(0.01)
+                await asyncio.sleep(DRAIN_POLL_S)
         return JSONResponse({"status": "paused"})
 
     async def resume(request: Request) -> JSONResponse:

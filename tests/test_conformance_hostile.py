@@ -155,5 +155,8 @@ def test_client_turns_transport_faults_into_failures() -> None:
                 client.post("/slow", {})
         with pytest.raises(ServerBroke, match="stopped answering"):
             client.post("/garbage", {})
+        client.forgive_timeouts()  # as the live watchdog does for a restarted server
+        with pytest.raises(ServerBroke, match="not JSON"):
+            client.post("/garbage", {}).json()
         assert client.log[0].curl().startswith("curl ")
         client.close()

@@ -16,7 +16,8 @@ from typing import Any
 
 import httpx
 
-from ..http import DEFAULT_TIMEOUT_S, ServerBroke
+from ..http import ServerBroke
+from ..options import add_api_key, add_timeout
 from ..structure import Answer, Difference, compare_answers
 from .case import PROFILES, Case
 from .corpus import CORPUS, cases_for
@@ -34,7 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--reference", required=True, metavar="URL", help="e.g. real vLLM")
     parser.add_argument("--candidate", required=True, metavar="URL", help="e.g. the mock")
-    parser.add_argument("--api-key", help="key of both servers (api-key profiles)")
+    add_api_key(parser, help="key of both servers (api-key profiles)")
     parser.add_argument("--json-report", type=Path, metavar="PATH")
     parser.add_argument("--profile", default="scale-out", choices=PROFILES)
     parser.add_argument(
@@ -51,12 +52,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="leave these cases out (repeatable): e.g. one that crashes the reference server",
     )
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT_S,
-        help="per-request timeout, s (default %(default)s)",
-    )
+    add_timeout(parser)
     parser.add_argument(
         "--no-key-order",
         action="store_true",

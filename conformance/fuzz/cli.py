@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..http import DEFAULT_TIMEOUT_S
+from ..options import add_api_key, add_timeout
 from .settings import CI_MAX_EXAMPLES, FuzzConfig
 
 
@@ -30,7 +30,7 @@ def parser() -> argparse.ArgumentParser:
         help="the draw's seed; it reproduces a run only under the same PYTHONHASHSEED "
         "(tox fixes it to 0), since schemathesis's strategies follow set order",
     )
-    p.add_argument("--api-key")
+    add_api_key(p)
     p.add_argument(
         "--vocab-size",
         type=int,
@@ -48,12 +48,7 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="skip the out-of-vocabulary group (it crashes vLLM 0.32 --tokens-only)",
     )
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT_S,
-        help="per-request timeout, s (default %(default)s)",
-    )
+    add_timeout(p)
     p.add_argument(
         "--answer-budget",
         type=float,

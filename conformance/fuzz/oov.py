@@ -9,6 +9,8 @@ from typing import Any
 
 from schemathesis import GenerationMode
 
+from loopback.timeouts import HEALTH_POLL_S, STAYS_HEALTHY_S
+
 from .checks import OUR_CHECKS, stream_payloads
 from .engine import Fuzzer, ServerGone, builtin_checks, wants_stream
 
@@ -84,19 +86,15 @@ def _crashed(fz: Fuzzer, case: Any, status: int | None, index: int, what: str) -
     )
 
 
-SURVIVAL_WINDOW_S = 1.0
-"""How long a server that answered 5xx must keep answering /health to count as alive: a
-vLLM 0.32 `--tokens-only` server still answers /health for a moment after the crash."""
-
-
 def _survives(fz: Fuzzer) -> bool:
-    deadline = time.monotonic() + SURVIVAL_WINDOW_S
+    """A server that answered 5xx is alive if it keeps answering /health (`STAYS_HEALTHY_S`)."""
+    deadline = time.monotonic() + STAYS_HEALTHY_S
     while True:
         if not fz.alive():
             return False
         if time.monotonic() >= deadline:
             return True
-        time.sleep(0.2)
+        time.sleep(HEALTH_POLL_S)
 
 
 def oov_rejected(ctx: Any, response: Any, case: Any) -> None:

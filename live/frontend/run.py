@@ -21,6 +21,7 @@ from types import TracebackType
 
 from conformance.profiles import ALL_PROFILES, API_KEY, MAIN_PROFILES
 from loopback.ports import free_port
+from loopback.timeouts import ALIVE_POLL_S, FRONTEND_START_S
 
 from ..launcher import LiveServer
 from ..profiles import DEFAULT_FRONTEND_VERSION, Backend
@@ -42,7 +43,7 @@ class RealFrontend:
     env: dict[str, str] = field(default_factory=dict)
     root: Path | None = None
     log_dir: Path | None = None
-    start_deadline_s: float = 600.0
+    start_deadline_s: float = FRONTEND_START_S
     server: LiveServer | None = field(default=None, init=False)
 
     @property
@@ -126,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         flush=True,
     )
     try:
-        while not stop.wait(1.0):
+        while not stop.wait(ALIVE_POLL_S):
             if frontend.server is not None and not frontend.server.alive:
                 print("tito-mock: the server exited", file=sys.stderr)
                 return 1

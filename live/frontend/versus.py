@@ -31,6 +31,7 @@ import yaml
 from conformance.http import DEFAULT_TIMEOUT_S
 from conformance.profiles import MAIN_PROFILES
 from loopback.ports import free_port
+from loopback.timeouts import DIFF_RUN_S, FRONTEND_START_S
 
 from ..fidelity import judge, load_intended
 from ..launcher import LiveServer, install_signal_handlers
@@ -108,7 +109,7 @@ def diff_servers(
                 backend.argv(profile, port),
                 port,
                 env=backend.env(profile),
-                start_deadline_s=600.0,
+                start_deadline_s=FRONTEND_START_S,
                 renice_engine=backend.renice_engine,
                 api_key=profile.api_key,
                 log_path=out / f"versus-{kind}-{profile_name}.log",
@@ -124,7 +125,7 @@ def diff_servers(
     if profile.api_key:
         argv += ["--api-key", profile.api_key]
     with servers[0], servers[1]:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=2 * DIFF_RUN_S)
     if done.returncode not in (0, 1) or not report.exists():
         return False, f"diff failed ({done.returncode}): {done.stderr[-1500:]}"
     verdict = judge(json.loads(report.read_text(encoding="utf-8")), load_intended(DIFFERENCES))

@@ -1,0 +1,28 @@
+"""The options every CLI of the kit shares, declared once: a flag's name, type and default are
+a contract, so `run`, `fuzz`, `diff` and `live` all take them from here. A CLI passes its own
+help only where the option means more there (live's `--timeout` bounds the diff and the fuzz
+too)."""
+
+from __future__ import annotations
+
+import argparse
+
+from loopback.timeouts import DEFAULT_TIMEOUT_S, RUN_DEADLINE_S
+
+
+def add_timeout(
+    parser: argparse.ArgumentParser, help: str = "per-request timeout, s (default %(default)s)"
+) -> None:
+    """`--timeout`: the one number every wait of the run's senders follows from (`Timeouts`)."""
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help=help)
+
+
+def add_api_key(
+    parser: argparse.ArgumentParser, help: str = "API key of the server under test"
+) -> None:
+    parser.add_argument("--api-key", help=help)
+
+
+def add_deadline(parser: argparse.ArgumentParser, help: str = "whole-run deadline, s") -> None:
+    """`--deadline`: a suite run's wall clock (`SuiteConfig.deadline_s`)."""
+    parser.add_argument("--deadline", type=float, default=RUN_DEADLINE_S, help=help)
