@@ -98,11 +98,15 @@ def grounds_of(rid: str) -> tuple[str, ...]:
     return _GROUNDS.get(rid, ())
 
 
+CHECKS_PACKAGE = "conformance.checks"
+"""Where the check modules are, loaded by name as plugins: they sit above the registry (each
+imports it to tag its checks), so the registry never imports them as a module would."""
+
+
 def all_checks() -> dict[str, tuple[str, ...]]:
     """Import every check module and return check name -> requirement IDs."""
-    from . import checks as package
-
+    package = importlib.import_module(CHECKS_PACKAGE)
     for info in pkgutil.iter_modules(package.__path__):
         if info.name.startswith("test_"):
-            importlib.import_module(f"{package.__name__}.{info.name}")
+            importlib.import_module(f"{CHECKS_PACKAGE}.{info.name}")
     return dict(_REGISTRY)
