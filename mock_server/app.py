@@ -29,8 +29,6 @@ from mock_server.render_apis import render_api_routes
 from mock_server.state import AppState
 from mock_server.tokenize import tokenize_routes
 
-VERSION = "0.32.0"  # the newest release; --mock-vllm-version picks another (`releases`)
-
 
 def _permission(now: int) -> dict[str, Any]:
     """vLLM's ModelPermission defaults: one object per model card, a fresh id each time."""

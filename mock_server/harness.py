@@ -39,7 +39,8 @@ class MockOptions(TypedDict, total=False):
 @dataclass(frozen=True)
 class MockSettings:
     """How one mock is started: `tito-mock` flags, defects by name, latency, environment, and
-    the vLLM release it answers as (`vllm_version`: "0.30", "0.31" or "0.32", the default)."""
+    the vLLM release it answers as (`vllm_version`: a key of `mock_server.releases.RELEASES`;
+    None: its `DEFAULT`)."""
 
     flags: tuple[str, ...] = ()
     defects: tuple[str, ...] = ()
