@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from .engine_state import read_stats
 from .http import Client, Reply, ServerBroke
 from .limits import queued_wait
 from .outputs import FLAG_OUTPUTS, detected
@@ -250,8 +251,7 @@ def probe(client: Client, warmup_timeout: float = 30.0) -> Features:
     echo = _echo([body, _json(text), logprobs], ev)
     if tokenizer and not echo:
         ev["text-mode"] += "; but no response echoed output_mode"
-    stats_answer = _try(client, "GET", "/mock/stats", auth=False)
-    stats = _json(stats_answer) if stats_answer is not None and stats_answer.status == 200 else None
+    stats = read_stats(client)
     return Features(
         generate="enabled",
         api_key_required=_api_key(client, unkeyed, ev),
@@ -265,7 +265,7 @@ def probe(client: Client, warmup_timeout: float = 30.0) -> Features:
         render=_render(renders, ev),
         dp_size=_dp_size([rank.result() for rank in ranks]),
         # A 404 `{"detail": "Not Found"}` is a dict too: only the counters themselves count.
-        mock_stats=isinstance(stats, dict) and "in_flight" in stats,
+        mock_stats=stats is not None and "in_flight" in stats,
         flag_outputs=detected(body, ev),
         derender=whole,
         derender_stream=streamed,
