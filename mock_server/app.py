@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from mock_server import mock_stats
 from mock_server.abort import AbortEndpoint, DevAbortEndpoint
 from mock_server.auth import AuthMiddleware
 from mock_server.config import MockConfig
@@ -91,7 +92,7 @@ def create_app(config: MockConfig) -> Starlette:
 
     routes: list[Route] = [
         Route("/health", health, methods=["GET"]),
-        Route("/mock/stats", stats, methods=["GET"]),
+        Route(mock_stats.PATH, stats, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/version", version, methods=["GET"]),
         Route("/v1/models", models, methods=["GET"]),

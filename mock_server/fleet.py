@@ -25,6 +25,7 @@ from typing import IO, Any, Unpack
 import httpx
 
 from mock_server.harness import MockOptions, MockSettings
+from mock_server.mock_stats import read_stats
 from mock_server.testing import free_port
 
 ROUTER_ENV = "TITO_VLLM_ROUTER"
@@ -140,7 +141,7 @@ class Fleet:
         with httpx.Client(timeout=5.0) as client:
             for url in self.engines:
                 try:
-                    out.append(client.get(url + "/mock/stats").json())
+                    out.append(read_stats(client, url))
                 except httpx.HTTPError:
                     out.append({})
         return out

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+import httpx
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from mock_server.app import create_app
@@ -20,6 +21,7 @@ from mock_server.config import MockConfig, parse_args
 from mock_server.defects import DEFECTS
 from mock_server.engine import Engine
 from mock_server.listening import listening
+from mock_server.mock_stats import read_stats
 from openapi.asgi_transport import AsyncStreamingTransport, StreamingTransport
 
 DEFAULT_FLAGS = ("--enable-scale-out",)
@@ -141,7 +143,8 @@ class TitoMock:
     def stats(self) -> dict[str, Any]:
         """What `GET /mock/stats` answers: received, in_flight, queued, finished, aborted,
         held (the ids of the requests it holds), hung_up (held ones whose client went away)."""
-        return self.portal.call(lambda: self.app.state.mock.engine.stats())
+        with httpx.Client(transport=self.transport(), base_url="http://tito.mock") as client:
+            return read_stats(client)
 
     def reset(self) -> None:
         """Forget every request (counters, weight label, sampling state) as a restart would;
