@@ -9,7 +9,6 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .attribution import attribute
 from .http import DEFAULT_TIMEOUT_S, Timeouts
 from .profiles import MAIN_PROFILES, PROFILES
 from .reporting.provenance import VersionAction
@@ -266,16 +265,12 @@ def run_fuzzed(config: SuiteConfig, examples: int) -> Report:
     when the runner finds room for it (a slow server's waits overlap), after them otherwise."""
     from .runner import run
 
-    if not examples:
-        return run(config)
-    fuzzing = _Fuzzing(config, examples)
-    report = run(config, beside=fuzzing)
-    return attribute(config, fuzzing.fold(report), run)  # the fuzz's own failures too
+    return run(config, beside=_Fuzzing(config, examples) if examples else None)
 
 
 class _Fuzzing:
     """The small fuzz (see `conformance.fuzz`), as the runner runs it beside the checks
-    (`runner.Beside`), or here after them."""
+    (`runner.Beside`), or after them (`fold`)."""
 
     def __init__(self, config: SuiteConfig, examples: int) -> None:
         self.config = config
