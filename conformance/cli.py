@@ -9,7 +9,6 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .attribution import attribute
 from .http import Timeouts
 from .options import add_api_key, add_deadline, add_timeout
 from .profiles import MAIN_PROFILES, PROFILES
@@ -262,16 +261,12 @@ def run_fuzzed(config: SuiteConfig, examples: int) -> Report:
     when the runner finds room for it (a slow server's waits overlap), after them otherwise."""
     from .runner import run
 
-    if not examples:
-        return run(config)
-    fuzzing = _Fuzzing(config, examples)
-    report = run(config, beside=fuzzing)
-    return attribute(config, fuzzing.fold(report), run)  # the fuzz's own failures too
+    return run(config, beside=_Fuzzing(config, examples) if examples else None)
 
 
 class _Fuzzing:
     """The small fuzz (see `conformance.fuzz`), as the runner runs it beside the checks
-    (`runner.Beside`), or here after them."""
+    (`runner.Beside`), or after them (`fold`)."""
 
     def __init__(self, config: SuiteConfig, examples: int) -> None:
         self.config = config

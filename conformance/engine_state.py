@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -88,43 +89,37 @@ def from_stats(data: object) -> Counts | None:
 
 def read_one(client: Client) -> Counts | None:
     """One engine's counts: `/metrics` first (vLLM's and the mock's), else `/mock/stats`."""
-    for path, parse in (("/metrics", _metrics), ("/mock/stats", _stats)):
-        try:
-            reply = client.get(path, auth=False)
-        except ServerBroke:
-            continue
-        if reply.status == 200:
-            found = parse(reply.body)
-            if found is not None:
-                return found
-    return None
+    metrics = _body(client, "/metrics")
+    found = None if metrics is None else from_metrics(metrics.decode("utf-8", "replace"))
+    return found if found is not None else from_stats(read_stats(client))
 
 
-def _metrics(body: bytes) -> Counts | None:
-    return from_metrics(body.decode("utf-8", "replace"))
-
-
-def _stats(body: bytes) -> Counts | None:
+def read_stats(client: Client) -> dict[str, Any] | None:
+    """One engine's `/mock/stats` as sent (None: not served, or not a JSON object). The suite's
+    one reader of it: the counts, the requests it names and the probe's `mock-stats` all ask
+    here."""
+    body = _body(client, "/mock/stats")
     try:
-        return from_stats(json.loads(body))
+        data = None if body is None else json.loads(body)
     except ValueError:
         return None
+    return data if isinstance(data, dict) else None
+
+
+def _body(client: Client, path: str) -> bytes | None:
+    """A 200's body from `path`, asked without a key (None: no such answer)."""
+    try:
+        reply = client.get(path, auth=False)
+    except ServerBroke:
+        return None
+    return reply.body if reply.status == 200 else None
 
 
 def named_ids(client: Client, key: str = "held") -> set[str] | None:
     """The request ids one engine names under `key` of its `/mock/stats`: `held` (queued or
     running) or `hung_up` (held ones whose client went away); None: it names none."""
-    try:
-        reply = client.get("/mock/stats", auth=False)
-    except ServerBroke:
-        return None
-    if reply.status != 200:
-        return None
-    try:
-        data = json.loads(reply.body)
-    except ValueError:
-        return None
-    named = data.get(key) if isinstance(data, dict) else None
+    stats = read_stats(client)
+    named = None if stats is None else stats.get(key)
     if not isinstance(named, list) or not all(isinstance(i, str) for i in named):
         return None
     return set(named)

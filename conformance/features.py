@@ -13,6 +13,8 @@ from typing import Any
 
 from loopback.timeouts import WARMUP_TIMEOUT_S
 
+from .dp_rank import MAX_DP_PROBE, pinned, rejected
+from .engine_state import read_stats
 from .http import Client, Reply, ServerBroke
 from .limits import queued_wait
 from .outputs import FLAG_OUTPUTS, detected
@@ -25,7 +27,6 @@ RENDER = "/v1/completions/render"
 CHAT_RENDER = "/v1/chat/completions/render"
 DERENDER = "/v1/completions/derender"
 PROBE_PROMPT = [10, 11, 12]
-MAX_DP_PROBE = 8
 WAVE = MAX_DP_PROBE + 7  # the probe's generates sent at once: one per rank, text, logprobs, stop,
 # and the three of the release extensions (DERENDER_PROBES)
 DERENDER_MODE = {"output_mode": "derender"}
@@ -232,7 +233,7 @@ def probe(client: Client, warmup_timeout: float = WARMUP_TIMEOUT_S) -> Features:
             _try, client, "POST", GENERATE, _minimal(**with_logprobs), timeout=wait
         )
         ranks = [
-            pool.submit(_try, client, "POST", GENERATE, _minimal(), headers=_rank(r), timeout=wait)
+            pool.submit(_try, client, "POST", GENERATE, _minimal(), headers=pinned(r), timeout=wait)
             for r in range(MAX_DP_PROBE + 1)
         ]
         derender = [
@@ -252,8 +253,7 @@ def probe(client: Client, warmup_timeout: float = WARMUP_TIMEOUT_S) -> Features:
     echo = _echo([body, _json(text), logprobs], ev)
     if tokenizer and not echo:
         ev["text-mode"] += "; but no response echoed output_mode"
-    stats_answer = _try(client, "GET", "/mock/stats", auth=False)
-    stats = _json(stats_answer) if stats_answer is not None and stats_answer.status == 200 else None
+    stats = read_stats(client)
     return Features(
         generate="enabled",
         api_key_required=_api_key(client, unkeyed, ev),
@@ -265,9 +265,9 @@ def probe(client: Client, warmup_timeout: float = WARMUP_TIMEOUT_S) -> Features:
         logprob_form=_logprob_form(logprobs),
         tokens_only=aborts.tokens_only,
         render=_render(renders, ev),
-        dp_size=_dp_size([rank.result() for rank in ranks]),
+        dp_size=rejected(rank.result() for rank in ranks),
         # A 404 `{"detail": "Not Found"}` is a dict too: only the counters themselves count.
-        mock_stats=isinstance(stats, dict) and "in_flight" in stats,
+        mock_stats=stats is not None and "in_flight" in stats,
         flag_outputs=detected(body, ev),
         derender=whole,
         derender_stream=streamed,
@@ -501,16 +501,3 @@ def _logprob_form(body: Any) -> str:
     if isinstance(token_id, str) or (isinstance(token, str) and token.startswith("token_id:")):
         return "legacy"
     return "unknown"
-
-
-def _rank(rank: int) -> dict[str, str]:
-    return {"X-data-parallel-rank": str(rank)}
-
-
-def _dp_size(replies: list[Reply | None]) -> int | None:
-    """The first rank the server rejects (answers to ranks 0, 1, ... in order) is its
-    data_parallel_size."""
-    for rank, reply in enumerate(replies):
-        if reply is None or reply.status != 200:
-            return rank if reply is not None and reply.status == 400 else None
-    return None

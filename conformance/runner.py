@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 from . import parallel
 from .assemble import SUITE_NAME, build, report_from
@@ -60,17 +61,33 @@ def pytest_args(config: SuiteConfig, paths: list[Path] | list[str] | None = None
     return args
 
 
-Beside = Callable[[Features, Limits, threading.Event], None]
-"""Work against the same server that needs only the probe's knowledge (the CLI's small fuzz),
-run beside the check workers when the server has room for it. It is handed an event set once
-the module judging the weight label has ended (`parallel.GATED`): it leaves the label alone
-until then. It ends before the checks that read the whole server start."""
+class Beside(Protocol):
+    """Work against the same server that needs only the probe's knowledge (the CLI's small
+    fuzz), run beside the check workers when the server has room for it. It is handed an event
+    set once the module judging the weight label has ended (`parallel.GATED`): it leaves the
+    label alone until then. It ends before the checks that read the whole server start."""
+
+    def __call__(self, features: Features, limits: Limits, gate: threading.Event) -> None: ...
+
+    def fold(self, report: Report) -> Report:
+        """`report` with the work's own results folded in (run now if it did not run beside)."""
+        ...
 
 
 def run(config: SuiteConfig, beside: Beside | None = None) -> Report:
-    """Run every applicable check against `config.base_url`. Never raises for server faults.
-    `beside` is called (once, in a thread) only if it ran beside the checks: the caller runs
-    it afterwards otherwise."""
+    """Run every applicable check against `config.base_url`, `beside`'s work folded in, and
+    behind a router every failure attributed: the one place that reruns the suite per engine
+    (`attribution`), once for the checks' and the folded-in work's failures alike. Never
+    raises for server faults."""
+    report = _checked(config, beside)
+    if beside is not None:
+        report = beside.fold(report)
+    return attribute(config, report, run)
+
+
+def _checked(config: SuiteConfig, beside: Beside | None) -> Report:
+    """The checks' report. `beside` is called (once, in a thread) only if it ran beside the
+    checks: its `fold` runs it afterwards otherwise."""
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.monotonic()
     try:
@@ -111,8 +128,7 @@ def run(config: SuiteConfig, beside: Beside | None = None) -> Report:
     finally:
         session.close()
     error = "\n".join(e for e in errors if e)
-    report = build(config, session, started_at, t0, outcomes, harness_error=error)
-    return attribute(config, report, run)  # behind a router: whose each failure is
+    return build(config, session, started_at, t0, outcomes, harness_error=error)
 
 
 @contextmanager

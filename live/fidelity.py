@@ -22,7 +22,7 @@ from conformance.http import DEFAULT_TIMEOUT_S
 from conformance.server_process import ServerProcess
 from loopback.ports import free_port
 from loopback.timeouts import DIFF_RUN_S, MOCK_START_S
-from mock_server.releases import LATEST, RELEASES
+from mock_server.releases import DEFAULT, RELEASES
 
 from .launcher import LiveServer, ServerStartError
 from .profiles import Backend, LiveProfile
@@ -34,7 +34,7 @@ INTENDED_FILE = Path(__file__).with_name("intended_differences.yaml")
 MOCK_KNOBS = ("--mock-itl-ms", "1", "--mock-vocab-size", "2048")
 MOCK_RELEASES = tuple(RELEASES)
 """The releases `tito-mock --mock-vllm-version` plays, oldest first."""
-DEFAULT_RELEASE = ".".join(LATEST.version.split(".")[:2])
+DEFAULT_RELEASE = DEFAULT.short
 """What a server of a version the mock does not play is diffed against: the mock's default,
 the spec's release (0.32), not the newest it plays (0.34)."""
 

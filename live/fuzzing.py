@@ -1,7 +1,8 @@
 """The fuzzer against one launched server: replay the listed reproducers, fuzz, judge.
 
-Reproducers go first and the fuzzer's out-of-vocabulary group goes last, because that group
-makes a vLLM 0.32 `--tokens-only` server exit.
+The fuzz judges by what the suite's probe learned of the server (`Report.learned`): a run
+probes once. Reproducers go first and the fuzzer's out-of-vocabulary group goes last, because
+that group makes a vLLM 0.32 `--tokens-only` server exit.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from conformance.http import DEFAULT_TIMEOUT_S
+from conformance.results import Report
 
 from .deviations import Deviation
 from .profiles import LiveProfile
@@ -47,15 +49,17 @@ def fuzz_server(
     server: LiveServer,
     profile: LiveProfile,
     listed: list[Deviation],
-    version: str | None,
+    report: Report,
     out: Path,
     budget: FuzzBudget,
     vocab: int | None,
 ) -> fuzz_gate.FuzzVerdict:
-    """Never raises: a harness fault is the verdict's harness error."""
+    """Fuzz the server `report`'s suite run probed, with what it learned (a run whose probe
+    failed learned nothing: the fuzz then probes). Never raises: a harness fault is the
+    verdict's harness error."""
     # Deferred: schemathesis is a slow import, and `--print-argv` needs none of it.
     from conformance.fuzz import FuzzConfig
-    from conformance.fuzz.run import fuzz, probe_facts, summary_text, to_report
+    from conformance.fuzz.run import facts_from, fuzz, probe_facts, summary_text, to_report
     from conformance.reporting import json_report
 
     from . import fuzz_gate
@@ -79,9 +83,14 @@ def fuzz_server(
         # cores answers slower side by side, and the answer budget would judge that.
         senders=1,
     )
+    version = report.server.version
     try:
-        config = replace(config, facts=probe_facts(config, vocab))
-        result = fuzz(config)
+        if report.learned is None:
+            facts = probe_facts(config, vocab)
+        else:
+            features, limits = report.learned
+            facts = facts_from(features, limits, vocab)
+        result = fuzz(replace(config, facts=facts))
     except Exception as exc:  # the fuzzer's own fault; server faults are findings
         verdict = fuzz_gate.FuzzVerdict(profile.name, version)
         verdict.harness_error = f"{type(exc).__name__}: {exc}"

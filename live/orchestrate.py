@@ -66,7 +66,7 @@ def run_profile(
                     server.restart()
                 progress.update(f"fuzzing, {fuzzing.budget.max_examples} cases per operation")
                 t1 = time.monotonic()
-                fuzzing.verdicts.append(fuzzing.run(server, profile, run.report.server.version))
+                fuzzing.verdicts.append(fuzzing.run(server, profile, run.report))
                 run.timings["fuzz_s"] = round(time.monotonic() - t1, 2)
     except ServerStartError as exc:
         report: Report = report_from(config, None, [])
@@ -133,10 +133,11 @@ class Fuzzing:
     verdicts: list[fuzz_gate.FuzzVerdict] = field(default_factory=list)
 
     def run(
-        self, server: LiveServer, profile: LiveProfile, version: str | None
+        self, server: LiveServer, profile: LiveProfile, report: Report
     ) -> fuzz_gate.FuzzVerdict:
-        listed = deviations.for_version(self.table, version)
-        return fuzz_server(server, profile, listed, version, self.out, self.budget, self.vocab)
+        """Fuzz `server`, whose suite run gave `report` (its version, what its probe learned)."""
+        listed = deviations.for_version(self.table, report.server.version)
+        return fuzz_server(server, profile, listed, report, self.out, self.budget, self.vocab)
 
 
 def run_all(

@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from mock_server import mock_stats
 from mock_server.abort import AbortEndpoint, DevAbortEndpoint
 from mock_server.auth import AuthMiddleware
 from mock_server.config import MockConfig
@@ -28,8 +29,6 @@ from mock_server.render import render_routes
 from mock_server.render_apis import render_api_routes
 from mock_server.state import AppState
 from mock_server.tokenize import tokenize_routes
-
-VERSION = "0.32.0"  # the newest release; --mock-vllm-version picks another (`releases`)
 
 
 def _permission(now: int) -> dict[str, Any]:
@@ -93,7 +92,7 @@ def create_app(config: MockConfig) -> Starlette:
 
     routes: list[Route] = [
         Route("/health", health, methods=["GET"]),
-        Route("/mock/stats", stats, methods=["GET"]),
+        Route(mock_stats.PATH, stats, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/version", version, methods=["GET"]),
         Route("/v1/models", models, methods=["GET"]),

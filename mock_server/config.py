@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from mock_server.defects import DEFECTS, catalogue_text
 from mock_server.policies import Policies, build_policies
-from mock_server.releases import LATEST, RELEASES, Release, release_of
+from mock_server.releases import DEFAULT, RELEASES, Release, release_of
 
 DEFAULT_VOCAB = 151936
 MIN_VOCAB = 512
@@ -40,7 +40,7 @@ class MockConfig:
     mock_logprobs_format: str = "integer"
     mock_max_body_bytes: int = DEFAULT_MAX_BODY
     defects: frozenset[str] = field(default_factory=frozenset)
-    release: Release = LATEST  # --mock-vllm-version: the vLLM release whose wire it speaks
+    release: Release = DEFAULT  # --mock-vllm-version: the vLLM release whose wire it speaks
     policies: Policies = field(init=False, repr=False, compare=False)
     """Each stage's behaviour, bent by the defects' policies: made once, here."""
 
@@ -103,7 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--mock-logprobs-format", choices=("integer", "legacy"), default=None)
     p.add_argument(
         "--mock-vllm-version",
-        default=LATEST.short,
+        default=DEFAULT.short,
         metavar="{" + ",".join(RELEASES) + "}",
         help="answer as this vLLM release does (routes, keys, logprob shape); also 0.30.0 etc.",
     )

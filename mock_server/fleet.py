@@ -27,6 +27,7 @@ from loopback.ports import free_port
 from loopback.processes import signal_session, start_session, stop_session
 from loopback.readiness import ExitedBeforeReady, NotReady, wait_ready
 from mock_server.harness import MockOptions, MockSettings
+from mock_server.mock_stats import read_stats
 
 ROUTERS = ("auto", "kit", "vllm-router")
 START_TIMEOUT = 30.0
@@ -108,7 +109,7 @@ class Fleet:
         with httpx.Client(timeout=5.0) as client:
             for url in self.engines:
                 try:
-                    out.append(client.get(url + "/mock/stats").json())
+                    out.append(read_stats(client, url))
                 except httpx.HTTPError:
                     out.append({})
         return out

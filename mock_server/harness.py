@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+import httpx
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from loopback.timeouts import IN_PROCESS_POLL_S, IN_PROCESS_S
@@ -21,6 +22,7 @@ from mock_server.config import MockConfig, parse_args
 from mock_server.defects import DEFECTS
 from mock_server.engine import Engine
 from mock_server.listening import listening
+from mock_server.mock_stats import read_stats
 from openapi.asgi_transport import AsyncStreamingTransport, StreamingTransport
 
 DEFAULT_FLAGS = ("--enable-scale-out",)
@@ -40,7 +42,8 @@ class MockOptions(TypedDict, total=False):
 @dataclass(frozen=True)
 class MockSettings:
     """How one mock is started: `tito-mock` flags, defects by name, latency, environment, and
-    the vLLM release it answers as (`vllm_version`: "0.30", "0.31" or "0.32", the default)."""
+    the vLLM release it answers as (`vllm_version`: a key of `mock_server.releases.RELEASES`;
+    None: its `DEFAULT`)."""
 
     flags: tuple[str, ...] = ()
     defects: tuple[str, ...] = ()
@@ -141,7 +144,8 @@ class TitoMock:
     def stats(self) -> dict[str, Any]:
         """What `GET /mock/stats` answers: received, in_flight, queued, finished, aborted,
         held (the ids of the requests it holds), hung_up (held ones whose client went away)."""
-        return self.portal.call(lambda: self.app.state.mock.engine.stats())
+        with httpx.Client(transport=self.transport(), base_url="http://tito.mock") as client:
+            return read_stats(client)
 
     def reset(self) -> None:
         """Forget every request (counters, weight label, sampling state) as a restart would;

@@ -28,6 +28,7 @@ from mock_server.errors import ApiError, ValidationFailure
 from mock_server.gating import answered
 from mock_server.generate import ENGINE_DEAD
 from mock_server.openai_bodies import Answer, chat_chunks, completion_chunks
+from mock_server.releases import DEFAULT
 from mock_server.render import EMPTY_PROMPT, read_object, render_chat, render_completion
 from mock_server.request import GenerateRequest, parse_generate
 from mock_server.state import AppState
@@ -52,7 +53,7 @@ class Call:
     jobs: list[Job] = field(default_factory=list)
 
 
-def fingerprint(model: str, version: str = "0.32.0") -> str:
+def fingerprint(model: str, version: str = DEFAULT.version) -> str:
     """vLLM's `vllm-<version>-<8 hex>`, fixed per served model here."""
     return f"vllm-{version}-" + hashlib.sha256(model.encode()).hexdigest()[:8]
 

@@ -5,7 +5,7 @@ imports nothing beyond pytest and starts nothing until a test asks for a fixture
 
 - `tito_mock`: a `TitoMock` (base URL on a loopback port, `stats()`, `reset()`), configured by
   `@pytest.mark.tito_mock(flags=[...], defects=[...], ttft_ms=..., itl_ms=..., env={...},
-  vllm_version="0.30"|"0.31"|"0.32", scope="function"|"module"|"session")`;
+  vllm_version=<a key of mock_server.releases.RELEASES>, scope="function"|"module"|"session")`;
 - `tito_mock_factory(...)`: the same arguments, for a test that wants several mocks;
 - `tito_transport` / `tito_async_transport`: streaming in-process httpx transports to `tito_mock`;
 - `tito_respx`: respx's `respx_mock` router with the TITO paths of `http://tito.mock` answered

@@ -294,8 +294,9 @@ RELEASES["0.34"] = replace(
         *_PARSE_CONTEXT_033[4:],
     ),
 )
-LATEST = RELEASES["0.32"]
-"""The default and the base every row differs from: the spec's release (`openapi/tito.yaml`)."""
+DEFAULT = RELEASES["0.32"]
+"""The release the mock answers as unless told (`--mock-vllm-version`), and the base every row
+differs from: the spec's release (`openapi/tito.yaml`), not the newest."""
 REWRITES = frozenset(name for r in RELEASES.values() for name in r.rewrites)
 
 

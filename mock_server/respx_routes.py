@@ -15,13 +15,14 @@ from typing import Any
 import httpx
 from starlette.routing import Route
 
+from mock_server import mock_stats
 from mock_server.harness import TitoMock
 from openapi import load_spec
 
 DEFAULT_BASE_URL = "http://tito.mock"
 
 
-MOCK_PATHS = ("/mock/stats",)
+MOCK_PATHS = (mock_stats.PATH,)
 
 
 def tito_paths(mock: TitoMock) -> list[str]:

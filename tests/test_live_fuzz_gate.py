@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 import respx
 
+from conformance import session as session_mod
 from conformance.fuzz.findings import Finding, GroupStats
 from conformance.fuzz.run import FuzzResult
 from conformance.fuzz.settings import FuzzConfig, ServerFacts
@@ -143,3 +145,26 @@ def test_live_fuzz_against_a_crashing_mock_is_gated_on_the_list(
         assert "listed deviation, still found: ERR-007" in gate
     else:
         assert code == 1 and "UNLISTED FINDING ERR-007 [generate, out-of-vocabulary" in gate
+
+
+def test_a_live_run_with_the_fuzz_probes_the_server_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fuzz judges by what the suite's probe learned (`Report.learned`), not a probe of
+    its own."""
+    probes: list[str] = []
+    probe = session_mod.probe
+
+    def counted(client: Any, **kwargs: Any) -> Any:
+        probes.append(client.base_url)
+        return probe(client, **kwargs)
+
+    monkeypatch.setattr(session_mod, "probe", counted)
+    out = tmp_path / "out"
+    code = cli.main([
+        "--backend", "mock", "--profile", "scale-out", "--out", str(out),
+        "--fuzz", "--fuzz-examples", "1",
+    ])  # fmt: skip
+    assert code == 0, (out / "gate.txt").read_text()
+    assert (out / "fuzz-scale-out.json").exists()
+    assert len(probes) == 1, probes

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from conformance import api
+from conformance.dp_rank import HEADER as RANK
 from conformance.foundations import builds_on
 from conformance.registry import checks
 from conformance.semantics import fail
 from conformance.session import Session
-
-RANK = "X-data-parallel-rank"
 
 
 @checks("AUTH-001")

@@ -12,14 +12,13 @@ from typing import Any
 
 from conformance import api, foundations
 from conformance.checks.test_abort import aborted_stream, judge_abort_landed
-from conformance.features import MAX_DP_PROBE
+from conformance.dp_rank import HEADER as RANK_HEADER
+from conformance.dp_rank import MAX_DP_PROBE, pinned, rejected
 from conformance.http import Client, Reply
 from conformance.in_flight import Inconclusive
 from conformance.registry import checks
 from conformance.semantics import fail
 from conformance.session import Session
-
-RANK_HEADER = "X-data-parallel-rank"
 
 
 def _engines(s: Session) -> list[Client]:
@@ -49,12 +48,13 @@ def test_legacy_abort_reaches_its_engine(tito: Session) -> None:
 
 
 def _rejected_rank(engine: Client) -> int | None:
-    """The smallest rank the engine itself rejects (None: it takes every rank probed)."""
-    for rank in range(1, MAX_DP_PROBE + 1):
-        reply = engine.post(api.GENERATE, api.body(1), headers={RANK_HEADER: str(rank)})
-        if reply.status == 400:
-            return rank
-    return None
+    """The smallest rank the engine itself rejects (None: it takes every rank probed, or
+    answered one neither 200 nor 400)."""
+    asked = (
+        engine.post(api.GENERATE, api.body(1), headers=pinned(r))
+        for r in range(1, MAX_DP_PROBE + 1)
+    )
+    return rejected(asked, first=1)
 
 
 @checks("ROUTER-005")
@@ -62,15 +62,15 @@ def test_rank_reaches_the_engine(tito: Session) -> None:
     engine = _engines(tito)[0]
     rank = _rejected_rank(engine)
     if rank is None:
-        raise Inconclusive(f"{engine.base_url} accepts every rank up to {MAX_DP_PROBE}")
-    routed = tito.client.post(api.GENERATE, api.body(1), headers={RANK_HEADER: str(rank)})
+        raise Inconclusive(f"{engine.base_url} rejects no rank up to {MAX_DP_PROBE} with a 400")
+    routed = tito.client.post(api.GENERATE, api.body(1), headers=pinned(rank))
     if routed.status != 400:
         fail(
             f"{RANK_HEADER}: {rank}, which the engine rejects with 400 ({engine.base_url}), was "
             f"answered {api.answer_of(routed)} through the router: the header did not reach it"
         )
-    pinned = tito.client.post(api.GENERATE, api.body(1), headers={RANK_HEADER: "0"})
-    api.status_is(pinned, 200, f"{RANK_HEADER}: 0 through the router")
+    zero = tito.client.post(api.GENERATE, api.body(1), headers=pinned(0))
+    api.status_is(zero, 200, f"{RANK_HEADER}: 0 through the router")
 
 
 def _echoed_id(reply: Reply, what: str) -> str:

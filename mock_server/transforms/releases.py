@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from mock_server.releases import LATEST, Release
+from mock_server.releases import DEFAULT, Release
 from mock_server.transforms.registry import Context, Json, release_transformer
 
 _CHUNK_032 = ("request_id", "usage", "prompt_token_ids", "output_mode", "choices")
@@ -33,7 +33,7 @@ def _reshape(obj: Json, keys: tuple[str, ...], of_032: tuple[str, ...]) -> Json:
 def _choices(obj: Json, release: Release) -> None:
     if isinstance(obj.get("choices"), list):
         obj["choices"] = [
-            _reshape(ch, release.choice_keys, LATEST.choice_keys) if isinstance(ch, dict) else ch
+            _reshape(ch, release.choice_keys, DEFAULT.choice_keys) if isinstance(ch, dict) else ch
             for ch in obj["choices"]
         ]
 
@@ -42,7 +42,7 @@ def _choices(obj: Json, release: Release) -> None:
 def release_shape_body(body: Json, ctx: Context) -> Json:
     release = ctx.cfg.release
     _choices(body, release)
-    return _reshape(body, release.body_keys, LATEST.body_keys)
+    return _reshape(body, release.body_keys, DEFAULT.body_keys)
 
 
 @release_transformer("release-shape", "chunk", "usage")
