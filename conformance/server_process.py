@@ -26,7 +26,7 @@ from typing import Self
 from loopback.ports import free_port
 from loopback.processes import listens, start_session, stop_session
 from loopback.readiness import ExitedBeforeReady, NotReady, wait_ready
-from loopback.timeouts import POLL_S, STOP_GRACE_S
+from loopback.timeouts import MOCK_START_S, POLL_S, PROBE_S, STOP_GRACE_S
 
 from .http import Client, ServerBroke
 
@@ -48,7 +48,7 @@ class ServerProcess:
     argv: Sequence[str]
     port: int
     env: dict[str, str] = field(default_factory=dict)
-    start_deadline_s: float = 20.0
+    start_deadline_s: float = MOCK_START_S
     health_path: str = "/health"
     up_statuses: tuple[int, ...] = (200, 401)  # 401: up, but /health is (wrongly) guarded
     poll_s: float = POLL_S
@@ -116,7 +116,7 @@ class ServerProcess:
                 f"log tail:\n{self.log_tail()}"
             ) from None
 
-    def healthy(self, timeout: float = 2.0) -> bool:
+    def healthy(self, timeout: float = PROBE_S) -> bool:
         """/health answers with an up status, through the kit's client (one per call: a
         keep-alive connection must not outlive a restart)."""
         client = Client(self.base_url, timeout=timeout, stop_after=None, keep_log=False)

@@ -20,6 +20,13 @@ from conformance.server_process import (
     stop_all,
 )
 from loopback.ports import is_free
+from loopback.timeouts import (
+    HEALTH_POLL_S,
+    PROBE_S,
+    SERVER_START_S,
+    SERVER_STOP_GRACE_S,
+    SERVER_WARMUP_S,
+)
 
 from . import procgroup
 
@@ -44,15 +51,15 @@ class Timings:
 
 @dataclass(eq=False)
 class LiveServer(ServerProcess):
-    start_deadline_s: float = 300.0
+    start_deadline_s: float = SERVER_START_S
     up_statuses: tuple[int, ...] = (200,)
-    poll_s: float = 0.2
-    stop_grace_s: float = 8.0
+    poll_s: float = HEALTH_POLL_S
+    stop_grace_s: float = SERVER_STOP_GRACE_S
     log_lines: int = 40
     renice_engine: bool = False
     api_key: str | None = None
     warmup: bool = True
-    warmup_timeout_s: float = 120.0
+    warmup_timeout_s: float = SERVER_WARMUP_S
     timings: Timings = field(default_factory=Timings)
     restarts: int = 0
     _client: Client | None = field(default=None, init=False, repr=False)
@@ -67,7 +74,7 @@ class LiveServer(ServerProcess):
             )
         return self._client
 
-    def healthy(self, timeout: float = 2.0) -> bool:
+    def healthy(self, timeout: float = PROBE_S) -> bool:
         """Whether /health answers an up status within `timeout` (the launcher's readiness)."""
         try:
             reply = self.client.get(self.health_path, auth=False, timeout=timeout)
@@ -111,5 +118,5 @@ class LiveServer(ServerProcess):
         self.restarts += 1
         ends = time.monotonic() + 30.0
         while not is_free(self.port) and time.monotonic() < ends:
-            time.sleep(0.2)
+            time.sleep(HEALTH_POLL_S)
         return self.start()

@@ -27,6 +27,7 @@ from typing import Self
 from conformance.server_process import ServerProcess, ServerStartError
 from live.releases import ReleaseInstallError, default_root, make_venv, run_step
 from loopback.ports import free_port
+from loopback.timeouts import INDEX_READ_S, POLL_S, ROUTER_START_S
 from loopback.vllm_router import DEFAULT_VERSION, PACKAGE, command_line
 
 __all__ = [
@@ -130,7 +131,7 @@ def _tail(path: Path, lines: int = 30) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def available_versions(timeout_s: float = 60.0) -> list[str]:
+def available_versions(timeout_s: float = INDEX_READ_S) -> list[str]:
     """The router's releases on the package index, newest first (`pip index versions`).
 
     Not all install here: `router_env` takes wheels only, and 0.1.9 and 0.1.10 have none for
@@ -171,7 +172,7 @@ def start_router(
     policy: str = "round_robin",
     api_key: str | None = None,
     extra: Sequence[str] = (),
-    start_deadline_s: float = 60.0,
+    start_deadline_s: float = ROUTER_START_S,
     log_path: Path | None = None,
 ) -> RouterProcess:
     """The router, started and answering `GET /health` (so every engine answered its own).
@@ -189,7 +190,7 @@ def start_router(
         port,
         start_deadline_s=start_deadline_s,
         up_statuses=(200,),
-        poll_s=0.1,
+        poll_s=POLL_S,
         log_path=log_path,
         engine_urls=tuple(engine_urls),
     )

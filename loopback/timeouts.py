@@ -120,3 +120,14 @@ IN_PROCESS_POLL_S = 0.005
 """How often an in-process server is asked whether it has started."""
 DRAIN_POLL_S = 0.01
 """How often `/pause?mode=wait` looks whether the requests in flight have ended."""
+SERVER_STOP_GRACE_S = 8.0
+"""SIGTERM -> SIGKILL for a real vLLM: its engine-core processes take seconds to end."""
+SERVER_WARMUP_S = 120.0
+"""A real vLLM's first generate after /health (compiling, caches): minutes' worth on a CPU."""
+ROUTER_START_S = 60.0
+"""vllm-router until /health: it waits for every worker's /health before it serves."""
+INDEX_READ_S = 60.0
+"""One read of a package index (the releases of vllm-router on PyPI)."""
+LOCAL_READ_S = 5.0
+"""One read of a loopback server's own bookkeeping (`/mock/stats`): milliseconds alone,
+seconds on two busy cores."""

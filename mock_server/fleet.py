@@ -26,6 +26,7 @@ from loopback import vllm_router
 from loopback.ports import free_port
 from loopback.processes import signal_session, start_session, stop_session
 from loopback.readiness import ExitedBeforeReady, NotReady, wait_ready
+from loopback.timeouts import LOCAL_READ_S, REAP_S
 from mock_server.harness import MockOptions, MockSettings
 from mock_server.mock_stats import read_stats
 
@@ -101,12 +102,12 @@ class Fleet:
         engine dies; the router then finds it unreachable."""
         engine = self._processes[i]
         signal_session(engine.popen.pid, signal.SIGKILL)
-        engine.popen.wait(10)
+        engine.popen.wait(REAP_S)
 
     def stats(self) -> list[dict[str, Any]]:
         """Each engine's `/mock/stats`, read at its own URL (an engine that is gone: {})."""
         out: list[dict[str, Any]] = []
-        with httpx.Client(timeout=5.0) as client:
+        with httpx.Client(timeout=LOCAL_READ_S) as client:
             for url in self.engines:
                 try:
                     out.append(read_stats(client, url))

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from loopback.timeouts import IN_PROCESS_POLL_S, IN_PROCESS_S, SHUTDOWN_GRACE_S
 from mock_server.listening import listening
 from mock_server.router.app import UpstreamBroken
 
@@ -45,7 +46,7 @@ def server_config(app: Any, host: str, port: int, log_level: str = "warning") ->
         access_log=False,
         server_header=False,
         date_header=False,
-        timeout_graceful_shutdown=1,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
     )
 
 
@@ -61,9 +62,9 @@ def serving(app: Any, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
     for _ in range(int(START_TIMEOUT / 0.005)):
         if server.started or not thread.is_alive():
             break
-        ready.wait(0.005)
+        ready.wait(IN_PROCESS_POLL_S)
     if not server.started:
         server.should_exit = True
         raise RuntimeError(f"the kit's router did not start on {host}:{port}")
-    with listening(server, host, lambda: thread.join(10)) as url:
+    with listening(server, host, lambda: thread.join(IN_PROCESS_S)) as url:
         yield url
