@@ -33,7 +33,7 @@ from benchmarks.bench_settings import (
     client_side,
     server_env,
 )
-from conformance.server_process import ServerProcess, mock_argv, start_on_a_free_port
+from conformance.server.process import ServerProcess, mock_argv, start_on_a_free_port
 from loopback.timeouts import RUN_DEADLINE_S
 
 DEFECTS = {
@@ -65,8 +65,8 @@ def suite_run(setting: Setting, url: str, report: Path) -> tuple[int, dict[str, 
 
 def fuzz_abort(url: str) -> list[str]:
     """The fuzzer's stateful abort alone: its findings' requirement IDs and messages."""
+    from conformance.fuzz.campaign import probe_facts
     from conformance.fuzz.engine import Fuzzer
-    from conformance.fuzz.run import probe_facts
     from conformance.fuzz.settings import FuzzConfig
     from conformance.fuzz.stateful import generate_then_abort
 

@@ -31,9 +31,9 @@ from benchmarks.bench_blast_radius import MAX_RADIUS, MEDIAN_RADIUS, failing, ju
 from benchmarks.fault_catalogue import Fault, exercised, free, generate_faults, shape_count
 from benchmarks.fault_proxy import proxied
 from conformance.cli import run_fuzzed
-from conformance.embedded import QUICK, embedded_mock
-from conformance.results import Status
-from conformance.runner import run
+from conformance.run.embedded import QUICK, embedded_mock
+from conformance.run.runner import run
+from conformance.verdicts.results import Status
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,11 @@ from dataclasses import asdict, dataclass
 from multiprocessing import get_context
 from pathlib import Path
 
-from conformance.embedded import QUICK, embedded_mock
 from conformance.requirements import Level, by_id
-from conformance.results import Report, Status
-from conformance.runner import run
-from mock_server.defects import DEFECTS
+from conformance.run.embedded import QUICK, embedded_mock
+from conformance.run.runner import run
+from conformance.verdicts.results import Report, Status
+from mock_server.behaviour.defects import DEFECTS
 
 MAX_RADIUS = 3  # newly failing IDs a defect may cause, its declared ones included
 MEDIAN_RADIUS = 1  # across the catalogue

@@ -20,11 +20,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from schemathesis import GenerationMode  # noqa: E402
 
 from conformance.fuzz import generation  # noqa: E402
-from conformance.fuzz.run import fuzz  # noqa: E402
+from conformance.fuzz.campaign import fuzz  # noqa: E402
 from conformance.fuzz.settings import CI_MAX_EXAMPLES, FuzzConfig, ServerFacts  # noqa: E402
-from mock_server.app import create_app  # noqa: E402
-from mock_server.config import DEFAULT_VOCAB, parse_args  # noqa: E402
-from mock_server.testing import running_server  # noqa: E402
+from mock_server.behaviour.config import DEFAULT_VOCAB, parse_args  # noqa: E402
+from mock_server.harness.testing import running_server  # noqa: E402
+from mock_server.serve.app import create_app  # noqa: E402
 from tests.test_fuzz_mock import run_profile  # noqa: E402
 
 ARGV = ["--enable-scale-out"]

@@ -50,7 +50,7 @@ from typing import Any
 import httpx
 from loadgen import cpu_seconds, ensure_wrk
 
-from conformance.server_process import ServerProcess, mock_argv
+from conformance.server.process import ServerProcess, mock_argv
 from live.router import RouterProcess, router_env, start_router
 from loopback.ports import free_port
 from loopback.vllm_router import DEFAULT_VERSION

@@ -28,7 +28,7 @@ from typing import Any
 
 from benchmarks.slow_reader import slow_reader
 from conformance.profiles import ALL_PROFILES, API_KEY, MOCK_KNOBS
-from conformance.server_process import ServerProcess, mock_argv, start_on_a_free_port
+from conformance.server.process import ServerProcess, mock_argv, start_on_a_free_port
 from loopback.timeouts import RUN_DEADLINE_S  # `run`'s own --deadline default
 
 SCALE_OUT = ("--enable-scale-out",)

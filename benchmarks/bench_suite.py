@@ -10,8 +10,8 @@ import argparse
 import time
 
 from conformance.profiles import MAIN_PROFILES, MOCK_KNOBS, PROFILES
-from conformance.runner import run
-from conformance.server_process import ServerProcess, mock_argv
+from conformance.run.runner import run
+from conformance.server.process import ServerProcess, mock_argv
 from conformance.session import SuiteConfig
 from loopback.ports import free_port
 

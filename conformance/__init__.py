@@ -6,3 +6,33 @@ try:  # the one home of the version is pyproject.toml; an installed kit carries 
     __version__ = version("tito-conformance-kit")
 except PackageNotFoundError:  # run from a source tree that was never installed
     __version__ = "0+unknown"
+
+
+LAYERS = (
+    "",
+    "requirements",
+    "document",
+    "profiles",
+    "product",
+    "options",
+    "wire",
+    "tito",
+    "server",
+    "registry",
+    "session",
+    "api",
+    "foundations",
+    "inflight",
+    "verdicts",
+    "reporting",
+    "checks",
+    "diff",
+    "run",
+    "fuzz",
+    "coverage",
+    "plugin",
+    "cli",
+)
+"""The package's rooms from the bottom up ("" is this face): a module imports its own room and
+the rooms below it, never one above (tests/test_layout.py); docs/design/layout.md is drawn
+from this plan and each room's docstring."""

@@ -14,13 +14,12 @@ from typing import Any
 
 from jsonschema import ValidationError
 
+from conformance.session import Session
+from conformance.tito import answers
+from conformance.tito.outputs import lean
+from conformance.tito.streamed import Streamed
+from conformance.wire import Reply, ServerBroke, Stream
 from openapi import SPEC_URI, is_valid, schema_validator
-
-from . import answers
-from .http import Reply, ServerBroke, Stream
-from .outputs import lean
-from .session import Session
-from .streamed import Streamed
 
 GENERATE = "/inference/v1/generate"
 ABORT = "/inference/v1/abort_requests"

@@ -9,18 +9,18 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .http import Timeouts
-from .options import add_api_key, add_deadline, add_timeout
-from .profiles import MAIN_PROFILES, PROFILES
-from .reporting.provenance import VersionAction
-from .results import Report, exit_code
+from conformance.options import add_api_key, add_deadline, add_timeout
+from conformance.profiles import MAIN_PROFILES, PROFILES
+from conformance.reporting.provenance import VersionAction
+from conformance.verdicts.results import Report, exit_code
+from conformance.wire import Timeouts
 
 if TYPE_CHECKING:
     import threading
 
-    from .features import Features
-    from .limits import Limits
-    from .session import SuiteConfig
+    from conformance.server.features import Features
+    from conformance.server.limits import Limits
+    from conformance.session import SuiteConfig
 
 # Subcommands that live in other packages register under this entry-point group (see
 # pyproject.toml), so `live`, which composes the suite and the mock, can add `tito-conformance
@@ -132,7 +132,7 @@ def _parser() -> argparse.ArgumentParser:
     requirements.add_argument(
         "--json", action="store_true", help="print the coverage matrix as JSON (implies --coverage)"
     )
-    from .reporting import matrix_cli
+    from conformance.reporting import matrix_cli
 
     matrix_cli.add_arguments(
         sub.add_parser(
@@ -157,11 +157,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "requirements":
         return _print_requirements(args)
     if args.command == "report":
-        from .reporting import matrix_cli
+        from conformance.reporting import matrix_cli
 
         return matrix_cli.run(args)
     if args.command == "features":
-        from .features import KNOWN_FEATURES
+        from conformance.server.features import KNOWN_FEATURES
 
         print("\n".join(KNOWN_FEATURES))
         return 0
@@ -182,10 +182,10 @@ def _delegate(command: EntryPoint, argv: list[str]) -> int:
 
 def _print_requirements(args: argparse.Namespace) -> int:
     if args.coverage or args.json:
-        from . import coverage
+        from conformance import coverage
 
         return coverage.main(as_json_output=args.json)
-    from .requirements import all_requirements
+    from conformance.requirements import all_requirements
 
     for req in all_requirements():
         print(f"{req.id:<13} {req.level.value:<6} {req.feature.value:<16} {req.title}")
@@ -193,14 +193,14 @@ def _print_requirements(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .reporting import json_report, junit, terminal
-    from .session import SuiteConfig
+    from conformance.reporting import json_report, junit, terminal
+    from conformance.session import SuiteConfig
 
     expect = frozenset(f.strip() for f in args.expect.split(",") if f.strip())
     wanted = frozenset(args.requirement) or None
     try:
-        from .product import load as load_product
-        from .requirements import by_id
+        from conformance.product import load as load_product
+        from conformance.requirements import by_id
 
         product = load_product(args.product) if args.product else None
 
@@ -259,7 +259,7 @@ def _run(args: argparse.Namespace) -> int:
 def run_fuzzed(config: SuiteConfig, examples: int) -> Report:
     """One run of the suite with a small fuzz of the same server folded in: beside the checks
     when the runner finds room for it (a slow server's waits overlap), after them otherwise."""
-    from .runner import run
+    from conformance.run.runner import run
 
     return run(config, beside=_Fuzzing(config, examples) if examples else None)
 
@@ -278,8 +278,8 @@ class _Fuzzing:
     def __call__(
         self, features: Features | None, limits: Limits | None, gate: threading.Event | None
     ) -> None:
-        from .fuzz import fuzz_report
-        from .fuzz.run import facts_from
+        from conformance.fuzz import fuzz_report
+        from conformance.fuzz.campaign import facts_from
 
         self.ran = gate is not None
         try:
@@ -297,8 +297,8 @@ class _Fuzzing:
     def fold(self, report: Report) -> Report:
         """`report` with the fuzz folded in (run now if it did not run beside the checks);
         the run's wall time stays the report's when it ran beside."""
-        from .fuzz import merge
-        from .reporting.progress import Progress
+        from conformance.fuzz import merge
+        from conformance.reporting.progress import Progress
 
         if report.harness_error:
             return report
@@ -326,8 +326,8 @@ def _run_embedded(
 ) -> list[Report]:
     from dataclasses import replace
 
-    from .embedded import embedded_mock
-    from .session import SuiteConfig
+    from conformance.run.embedded import embedded_mock
+    from conformance.session import SuiteConfig
 
     assert isinstance(base, SuiteConfig)
     reports = []

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
-from .requirements import Level, Requirement, all_requirements
+from conformance.requirements import Level, Requirement, all_requirements
 
 COLUMNS = ("suite", "fuzz", "diff", "defect")
 DEFECTS_GROUP = "tito_conformance.defects"
@@ -95,13 +95,13 @@ def build(
 
 def suite_counts() -> Counter[str]:
     """Checks per requirement ID, from the registry (importing the checks fills it)."""
-    from .registry import all_checks
+    from conformance.registry import all_checks
 
     return Counter(rid for ids in all_checks().values() for rid in set(ids))
 
 
 def fuzz_ids() -> frozenset[str]:
-    from .fuzz.covers import FUZZ_COVERS
+    from conformance.fuzz.covers import FUZZ_COVERS
 
     return FUZZ_COVERS
 

@@ -19,14 +19,14 @@ from typing import Any
 
 import pytest
 
-from . import api
-from .exchange import stated_error
-from .features import DERENDER
-from .http import Client, is_event_stream
-from .registry import grounds_of
-from .requirements import all_requirements, by_id
-from .semantics import check_spans, choices_of, ids_of, over_max_logprobs
-from .session import BLOCKED_PREFIX, Session
+from conformance import api
+from conformance.registry import grounds_of
+from conformance.requirements import all_requirements, by_id
+from conformance.server.features import DERENDER
+from conformance.session import BLOCKED_PREFIX, Session
+from conformance.tito.semantics import check_spans, choices_of, ids_of, over_max_logprobs
+from conformance.wire import Client, is_event_stream
+from conformance.wire.exchange import stated_error
 
 Probe = Callable[[Session], str | None]  # what is broken, or None
 UNREADABLE_ERRORS = (TypeError, AttributeError, KeyError, ValueError, IndexError)

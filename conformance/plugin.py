@@ -28,9 +28,9 @@ def pytest_configure(config: pytest.Config) -> None:
     base_url = config.getoption("--tito-base-url", default=None)
     if not base_url:
         return
-    from .collector import Collector
-    from .runner import CHECKS_DIR
-    from .session import SuiteConfig
+    from conformance.run.collector import Collector
+    from conformance.run.runner import CHECKS_DIR
+    from conformance.session import SuiteConfig
 
     expect = frozenset(f for f in str(config.getoption("--tito-expect")).split(",") if f)
     suite = SuiteConfig(

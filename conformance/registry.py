@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .requirements import by_id
+from conformance.requirements import by_id
 
 F = TypeVar("F", bound=Callable[..., Any])
 ATTRIBUTE = "__tito_requirements__"

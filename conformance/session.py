@@ -11,16 +11,14 @@ from typing import Any, NoReturn, TypeVar
 
 import pytest
 
+from conformance.registry import Needs
+from conformance.server.engine_state import EngineState
+from conformance.server.features import KNOWN_FEATURES, Features, probe
+from conformance.server.limits import Limits, probe_limits
+from conformance.tito.answers import KEPT, Answer
+from conformance.wire import DEFAULT_TIMEOUT_S, Client, Timeouts
+from conformance.wire.exchange import Exchange, remember
 from loopback.timeouts import RUN_DEADLINE_S, WARMUP_TIMEOUT_S
-
-from .answers import KEPT, Answer
-from .credentials import remember
-from .engine_state import EngineState
-from .exchange import Exchange
-from .features import KNOWN_FEATURES, Features, probe
-from .http import DEFAULT_TIMEOUT_S, Client, Timeouts
-from .limits import Limits, probe_limits
-from .registry import Needs
 
 T = TypeVar("T")
 LIMIT_PREFIX = "limit:"  # a skip because of the server's configuration, not a missing feature
@@ -34,7 +32,7 @@ class SuiteConfig:
     base_url: str
     api_key: str | None = None
     expect: frozenset[str] = frozenset()
-    timeout: float = DEFAULT_TIMEOUT_S  # per request (`http.Timeouts.request`)
+    timeout: float = DEFAULT_TIMEOUT_S  # per request (`wire.Timeouts.request`)
     stream_deadline: float = 0.0  # per stream, wall clock; 0: from `timeout` (`Timeouts.stream`)
     deadline_s: float = RUN_DEADLINE_S  # whole run
     warmup_timeout: float = WARMUP_TIMEOUT_S  # the first generate (a real server's is slow)
@@ -45,7 +43,7 @@ class SuiteConfig:
     engines: tuple[str, ...] = ()  # the engines behind base_url (a router), read directly
 
     def __post_init__(self) -> None:
-        remember(self.api_key)  # kept out of every output from the start (`credentials`)
+        remember(self.api_key)  # kept out of every output from the start (`wire.exchange`)
         if not self.stream_deadline:  # the kit's one timeout configuration, from one number
             object.__setattr__(self, "stream_deadline", Timeouts(self.timeout).stream)
         unknown = sorted(self.expect - set(KNOWN_FEATURES))

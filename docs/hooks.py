@@ -17,6 +17,7 @@ they do).
 
 from __future__ import annotations
 
+import ast
 import configparser
 import contextlib
 import io
@@ -114,7 +115,7 @@ def _catalogue() -> tuple[Any, ...]:
 
 
 def _group_of(requirement_id: str) -> str:
-    from conformance.levels import group_of
+    from conformance.verdicts.levels import group_of
 
     return str(group_of(requirement_id))
 
@@ -194,7 +195,7 @@ def _requirement(req: Any, ways: dict[str, int]) -> str:
 
 def features() -> str:
     """The feature vocabulary of `--expect`, each with the requirement that anchors it."""
-    from conformance.features import KNOWN_FEATURES
+    from conformance.server.features import KNOWN_FEATURES
 
     anchors = {r.anchor: r.id for r in _catalogue() if r.anchor}
     rows = [
@@ -459,7 +460,7 @@ def simcore_differences() -> str:
 
 # -- the mock's defects --------------------------------------------------------------------------
 def defects() -> str:
-    from mock_server.defects import DEFECTS
+    from mock_server.behaviour.defects import DEFECTS
 
     rows = [
         (
@@ -566,7 +567,43 @@ def benchmarks() -> str:
     return table(("script", "what it measures"), rows)
 
 
+def _first_line(path: Path) -> str:
+    """The first sentence-line of a module's docstring (a room's own account of itself)."""
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    return doc.split("\n\n")[0].replace("\n", " ")
+
+
+def layout() -> str:
+    """Each package's rooms from the top down, as its `LAYERS` plans them (tests/test_layout.py
+    holds every import to the plan), each with its own docstring's first paragraph."""
+    parts = []
+    for package in ("conformance", "mock_server"):
+        tree = ast.parse((ROOT / package / "__init__.py").read_text(encoding="utf-8"))
+        plan = next(
+            ast.literal_eval(node.value)
+            for node in tree.body
+            if isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "LAYERS" for t in node.targets)
+        )
+        rows = []
+        for room in reversed([r for r in plan if r]):
+            folder = ROOT / package / room
+            path = folder / "__init__.py" if folder.is_dir() else folder.with_suffix(".py")
+            if not path.exists():
+                continue
+            inside = (
+                sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+                if folder.is_dir()
+                else []
+            )
+            name = f"`{room}/`" if folder.is_dir() else f"`{room}`"
+            rows.append((name, _first_line(path), codes(inside) if inside else ""))
+        parts.append(f"### `{package}`\n\n" + table(("room", "what it is", "modules"), rows))
+    return "\n\n".join(parts)
+
+
 GENERATORS: dict[str, Callable[[], str]] = {
+    "layout": layout,
     "requirements": requirements,
     "features": features,
     "profiles": profiles,

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from conformance.results import Report, Status
+from conformance.verdicts.results import Report, Status
 
 DEFAULT_FILE = Path(__file__).with_name("known_deviations.yaml")
 KINDS = ("vllm-bug", "document-disagreement", "predates", "router-bug")

@@ -18,11 +18,11 @@ from typing import Any
 
 import yaml
 
-from conformance.http import DEFAULT_TIMEOUT_S
-from conformance.server_process import ServerProcess
+from conformance.server.process import ServerProcess
+from conformance.wire import DEFAULT_TIMEOUT_S
 from loopback.ports import free_port
 from loopback.timeouts import DIFF_RUN_S, MOCK_START_S
-from mock_server.releases import DEFAULT, RELEASES
+from mock_server.behaviour.releases import DEFAULT, RELEASES
 
 from .launcher import LiveServer, ServerStartError
 from .profiles import Backend, LiveProfile

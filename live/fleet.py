@@ -20,10 +20,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from conformance.reporting import json_report, terminal
-from conformance.results import Report, Status
-from conformance.runner import report_from
-from conformance.server_process import ServerProcess
+from conformance.run.runner import report_from
+from conformance.server.process import ServerProcess
 from conformance.session import SuiteConfig
+from conformance.verdicts.results import Report, Status
 from loopback.vllm_router import DEFAULT_VERSION, PACKAGE
 
 from . import deviations

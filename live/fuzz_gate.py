@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from conformance.fuzz.campaign import FuzzResult
 from conformance.fuzz.findings import Finding
-from conformance.fuzz.run import FuzzResult
-from conformance.http import DEFAULT_TIMEOUT_S, Client, ServerBroke
+from conformance.wire import DEFAULT_TIMEOUT_S, Client, ServerBroke
 
 from .deviations import Deviation, Reproducer, verdict_lines
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from conformance.http import DEFAULT_TIMEOUT_S
-from conformance.results import Report
+from conformance.verdicts.results import Report
+from conformance.wire import DEFAULT_TIMEOUT_S
 
 from .deviations import Deviation
 from .profiles import LiveProfile
@@ -32,7 +32,7 @@ class FuzzBudget:
     max_examples: int = LIVE_MAX_EXAMPLES
     seed: int = LIVE_SEED
     timeout_s: float = DEFAULT_TIMEOUT_S
-    answer_budget_s: float = 0.0  # 0: from the timeout (`conformance.http.Timeouts.answer`)
+    answer_budget_s: float = 0.0  # 0: from the timeout (`conformance.wire.Timeouts.answer`)
 
 
 def vocab_size(model: str) -> int | None:
@@ -59,7 +59,7 @@ def fuzz_server(
     verdict's harness error."""
     # Deferred: schemathesis is a slow import, and `--print-argv` needs none of it.
     from conformance.fuzz import FuzzConfig
-    from conformance.fuzz.run import facts_from, fuzz, probe_facts, summary_text, to_report
+    from conformance.fuzz.campaign import facts_from, fuzz, probe_facts, summary_text, to_report
     from conformance.reporting import json_report
 
     from . import fuzz_gate

@@ -1,6 +1,6 @@
 """One launcher for vLLM and for the mock alike (STYLE §3, llama.cpp's ServerProcess).
 
-`LiveServer` is `conformance.server_process.ServerProcess` (spawn in its own session, wait for
+`LiveServer` is `conformance.server.process.ServerProcess` (spawn in its own session, wait for
 `/health` with a deadline, stop every process of the session, a log whose tail goes into every
 error) plus what a real vLLM needs: a longer deadline, renicing the engine (CPU), a warm-up
 request, start timings, and `restart()`, which brings back a server that died mid-run on the
@@ -12,13 +12,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from conformance.http import Client, ServerBroke
-from conformance.server_process import (
+from conformance.server.process import (
     ServerProcess,
     ServerStartError,
     install_signal_handlers,
     stop_all,
 )
+from conformance.wire import Client, ServerBroke
 from loopback.ports import is_free
 from loopback.timeouts import (
     HEALTH_POLL_S,

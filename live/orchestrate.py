@@ -9,12 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from conformance.http import Timeouts
 from conformance.reporting import json_report, terminal
 from conformance.reporting.progress import Progress
-from conformance.results import Report
-from conformance.runner import report_from
+from conformance.run.runner import report_from
 from conformance.session import SuiteConfig
+from conformance.verdicts.results import Report
+from conformance.wire import Timeouts
 from loopback.ports import free_port
 
 from . import deviations, fuzz_gate

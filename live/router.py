@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
-from conformance.server_process import ServerProcess, ServerStartError
+from conformance.server.process import ServerProcess, ServerStartError
 from live.releases import ReleaseInstallError, default_root, make_venv, run_step
 from loopback.ports import free_port
 from loopback.timeouts import INDEX_READ_S, POLL_S, ROUTER_START_S

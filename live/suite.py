@@ -1,6 +1,6 @@
 """One suite run against one launched server, with the watchdog beside the suite's Collector.
 
-Mirrors `conformance.runner.run` (same pytest arguments, same Collector, same report), adding
+Mirrors `conformance.run.runner.run` (same pytest arguments, same Collector, same report), adding
 the watchdog plugin so a server death is charged to one check and the server comes back.
 """
 
@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from conformance.collector import Collector
-from conformance.exchange import Exchange
-from conformance.features import ProbeError
-from conformance.results import Report
-from conformance.runner import progress_plugin, pytest_args, report_from
+from conformance.run.collector import Collector
+from conformance.run.runner import progress_plugin, pytest_args, report_from
+from conformance.server.features import ProbeError
 from conformance.session import Session, SuiteConfig
+from conformance.verdicts.results import Report
+from conformance.wire.exchange import Exchange
 
 from .launcher import LiveServer
 from .watchdog import Death, Watchdog, mark_deaths

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from conformance.exchange import Exchange
 from conformance.registry import requirements_of
 from conformance.session import Session
+from conformance.wire.exchange import Exchange
 from loopback.timeouts import DEATH_WATCH_S, HEALTH_POLL_S, HEALTH_READ_S, STAYS_HEALTHY_S
 
 from .launcher import LiveServer, ServerStartError
@@ -97,7 +97,7 @@ class Watchdog:
 
 def mark_deaths(outcomes: list[tuple[tuple[str, ...], Any]], deaths: dict[str, Death]) -> None:
     """The check during which the server died fails, whatever it asserted."""
-    from conformance.results import Status
+    from conformance.verdicts.results import Status
 
     for _ids, check in outcomes:
         death = deaths.get(check.name)

@@ -20,12 +20,12 @@ def main(argv: list[str] | None = None) -> int:
         return fleet_main(args)
     if any(a.split("=", 1)[0] == REAL_FRONTEND for a in args):
         return real_frontend_main(args)
-    from mock_server.config import parse_args
+    from mock_server.behaviour.config import parse_args
 
     config = parse_args(args)
     import uvicorn
 
-    from mock_server.app import create_app
+    from mock_server.serve.app import create_app
 
     app = create_app(config)
     server = uvicorn.Server(
@@ -86,7 +86,7 @@ def fleet_main(argv: list[str]) -> int:
     import signal
     import threading
 
-    from mock_server.fleet import start_fleet
+    from mock_server.harness.fleet import start_fleet
     from mock_server.router import catalogue_text
 
     ns, engine_flags = _fleet_parser().parse_known_args(argv)

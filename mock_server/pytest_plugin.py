@@ -5,12 +5,13 @@ imports nothing beyond pytest and starts nothing until a test asks for a fixture
 
 - `tito_mock`: a `TitoMock` (base URL on a loopback port, `stats()`, `reset()`), configured by
   `@pytest.mark.tito_mock(flags=[...], defects=[...], ttft_ms=..., itl_ms=..., env={...},
-  vllm_version=<a key of mock_server.releases.RELEASES>, scope="function"|"module"|"session")`;
+  vllm_version=<a key of mock_server.behaviour.releases.RELEASES>,
+  scope="function"|"module"|"session")`;
 - `tito_mock_factory(...)`: the same arguments, for a test that wants several mocks;
 - `tito_transport` / `tito_async_transport`: streaming in-process httpx transports to `tito_mock`;
 - `tito_respx`: respx's `respx_mock` router with the TITO paths of `http://tito.mock` answered
   by `tito_mock`;
-- `tito_mock_fleet`: N mock engines behind a router (`mock_server.fleet.Fleet`: `.url`,
+- `tito_mock_fleet`: N mock engines behind a router (`mock_server.harness.fleet.Fleet`: `.url`,
   `.engines`, `.router`, `.kill(i)`), configured by `@pytest.mark.tito_mock_fleet(engines=2,
   flags=[...], router="auto"|"kit"|"vllm-router", router_defect=None, ...)`.
 
@@ -26,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from mock_server.fleet import Fleet
-    from mock_server.harness import TitoMock
+    from mock_server.harness.fleet import Fleet
+    from mock_server.harness.tito_mock import TitoMock
     from openapi.asgi_transport import AsyncStreamingTransport, StreamingTransport
 
 SCOPES = ("function", "module", "session")
@@ -71,7 +72,7 @@ def _owner(request: pytest.FixtureRequest, scope: str) -> pytest.Item | pytest.C
 def tito_mock_factory(request: pytest.FixtureRequest) -> Iterator[Callable[..., TitoMock]]:
     """Start a mock: `tito_mock_factory(flags=[...], defects=[...], ttft_ms=..., itl_ms=...,
     vllm_version="0.31")`."""
-    from mock_server.harness import MockSettings, TitoMock
+    from mock_server.harness.tito_mock import MockSettings, TitoMock
 
     own: list[TitoMock] = []
     shared = request.config.stash.setdefault(_SHARED, _Shared())
@@ -127,7 +128,7 @@ def tito_async_transport(tito_mock: TitoMock) -> AsyncStreamingTransport:
 @pytest.fixture
 def tito_respx(tito_mock: TitoMock, respx_mock: Any) -> Any:
     """respx's router, with the TITO paths of `http://tito.mock` answered by `tito_mock`."""
-    from mock_server.respx_routes import add_routes
+    from mock_server.harness.respx_routes import add_routes
 
     add_routes(respx_mock, tito_mock)
     return respx_mock
@@ -138,7 +139,7 @@ def tito_mock_fleet(request: pytest.FixtureRequest) -> Iterator[Fleet]:
     """Engines behind a router, as this test's `tito_mock_fleet` marker describes (two
     scale-out mocks behind vllm-router when it is found, else the kit's router); a test that
     asks for `router="vllm-router"` is skipped where it is not installed."""
-    from mock_server.fleet import RouterNotFound, start_fleet
+    from mock_server.harness.fleet import RouterNotFound, start_fleet
 
     marker = request.node.get_closest_marker("tito_mock_fleet")
     try:

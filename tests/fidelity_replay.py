@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 from captures import FIXTURES, GENERATE, Exchange
 
+from conformance.diff.structure import Answer, Request
 from conformance.profiles import PROFILES
-from conformance.structure import Answer, Request
 
 API_KEY = "sekret-test-key"
 """The key the `tokens-only+api-key` captures were taken with (their Authorization header)."""

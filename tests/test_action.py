@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mock_server.harness import TitoMock
+from mock_server.harness.tito_mock import TitoMock
 
 ROOT = Path(__file__).resolve().parents[1]
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))

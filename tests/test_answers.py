@@ -1,12 +1,12 @@
-"""`conformance.answers`: what the every-answer checks read of a body and of a stream."""
+"""`conformance.tito.answers`: what the every-answer checks read of a body and of a stream."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
-from conformance.answers import of_body, of_stream
 from conformance.api import Streamed
+from conformance.tito.answers import of_body, of_stream
 from openapi import load_spec
 
 SCHEMAS = load_spec()["components"]["schemas"]

@@ -6,11 +6,11 @@ more than a bound learned from a plain body allowed."""
 from __future__ import annotations
 
 from conformance import api
-from conformance.bounded import EVENT_BYTES, MAX_BODY, MAX_EVENTS
-from conformance.embedded import embedded_mock
-from conformance.exchange import Exchange
-from conformance.limits import LOGPROB_BYTES, Limits
+from conformance.run.embedded import embedded_mock
+from conformance.server.limits import LOGPROB_BYTES, Limits
 from conformance.session import Session
+from conformance.wire.bounded import EVENT_BYTES, MAX_BODY, MAX_EVENTS
+from conformance.wire.exchange import Exchange
 
 
 def _ask(tokens: int, n: int = 1, **more: object) -> dict:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 
-from mock_server.harness import MockSettings, TitoMock
+from mock_server.harness.tito_mock import MockSettings, TitoMock
 
 GENERATE = "/inference/v1/generate"
 ABORT = "/inference/v1/abort_requests"

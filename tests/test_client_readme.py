@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mock_server.defects import DEFECTS
+from mock_server.behaviour.defects import DEFECTS
 
 pytest_plugins = ["pytester"]
 

@@ -9,8 +9,8 @@ from collections.abc import Callable
 import httpx
 import respx
 
-from mock_server.harness import TitoMock
-from mock_server.respx_routes import add_routes
+from mock_server.harness.respx_routes import add_routes
+from mock_server.harness.tito_mock import TitoMock
 
 GENERATE = "http://tito.mock/inference/v1/generate"
 BODY = {"token_ids": [151644, 872, 198], "sampling_params": {"max_tokens": 4, "seed": 7}}

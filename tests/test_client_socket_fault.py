@@ -8,8 +8,8 @@ import errno
 import httpx
 import pytest
 
-from conformance.bounded import ClientBroke, ServerBroke, local_fault
-from conformance.http import Client
+from conformance.wire import Client
+from conformance.wire.bounded import ClientBroke, ServerBroke, local_fault
 
 URL = "http://tito.test"
 

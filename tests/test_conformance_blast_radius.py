@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import pytest
 
 from benchmarks.bench_blast_radius import MAX_RADIUS, MEDIAN_RADIUS, Runs, default_workers
-from mock_server.defects import DEFECTS
+from mock_server.behaviour.defects import DEFECTS
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """The suite must be able to fail: the catalogue covers every requirement.
 
 Each defect declares the requirements it breaks, its profile and its extra flags in the
-catalogue itself (`mock_server.defects`). That each declared requirement fails, with the
+catalogue itself (`mock_server.behaviour.defects`). That each declared requirement fails, with the
 exchange that shows it, and nothing else does, is test_conformance_blast_radius.py's (the
 whole suite per defect); these check the catalogue itself and the per-token outputs of serve
 flags.
@@ -12,12 +12,12 @@ from __future__ import annotations
 import pytest
 from test_conformance_helpers import run_against_mock
 
-from conformance.embedded import QUICK, embedded_mock
 from conformance.profiles import PROFILES
 from conformance.requirements import all_requirements, by_id
-from conformance.results import Report, Status
-from conformance.runner import run
-from mock_server.defects import DEFECTS
+from conformance.run.embedded import QUICK, embedded_mock
+from conformance.run.runner import run
+from conformance.verdicts.results import Report, Status
+from mock_server.behaviour.defects import DEFECTS
 from mock_server.router.policy import ROUTER_DEFECTS
 
 

@@ -13,11 +13,11 @@ import pytest
 import respx
 from test_conformance_helpers import mock
 
-from conformance.features import ABORT, ProbeError, probe
-from conformance.http import Client
-from conformance.results import Report, SkipKind, Status
-from conformance.runner import run
-from mock_server.testing import running_server
+from conformance.run.runner import run
+from conformance.server.features import ABORT, ProbeError, probe
+from conformance.verdicts.results import Report, SkipKind, Status
+from conformance.wire import Client
+from mock_server.harness.testing import running_server
 
 
 def test_mock_stats_detected_only_from_the_counters() -> None:
@@ -142,6 +142,6 @@ def test_a_claimed_absent_feature_fails_its_root(
     features: dict[str, object], claims: set[str], name: str, anchor: str | None
 ) -> None:
     """The requirement a claimed-but-absent feature fails; the collector blocks the rest."""
-    from conformance.features import Features
+    from conformance.server.features import Features
 
     assert Features(**features).anchor(name, frozenset(claims)) == anchor  # type: ignore[arg-type]

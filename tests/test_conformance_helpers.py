@@ -6,11 +6,11 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
-from conformance.embedded import QUICK, embedded_mock
-from conformance.results import Report
-from conformance.runner import run
-from conformance.server_process import ServerProcess
+from conformance.run.embedded import QUICK, embedded_mock
+from conformance.run.runner import run
+from conformance.server.process import ServerProcess
 from conformance.session import SuiteConfig
+from conformance.verdicts.results import Report
 
 
 @contextmanager

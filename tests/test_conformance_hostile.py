@@ -12,10 +12,10 @@ import httpx
 import pytest
 import respx
 
-from conformance.http import Client, ServerBroke
-from conformance.results import Status
-from conformance.runner import run
+from conformance.run.runner import run
 from conformance.session import SuiteConfig
+from conformance.verdicts.results import Status
+from conformance.wire import Client, ServerBroke
 
 VALID = {
     "request_id": "generate-tokens-x",

@@ -11,7 +11,7 @@ from test_conformance_helpers import run_against_mock
 
 from conformance.profiles import MAIN_PROFILES, PROFILES
 from conformance.reporting import json_report
-from conformance.results import Status
+from conformance.verdicts.results import Status
 
 
 @pytest.mark.parametrize("profile", [*MAIN_PROFILES, "tokens-only-api-key"])

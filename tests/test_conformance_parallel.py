@@ -1,4 +1,4 @@
-"""Check modules side by side (`conformance.parallel`): the same verdicts as one session.
+"""Check modules side by side (`conformance.run.parallel`): the same verdicts as one session.
 
 Against a slow server the runner runs the independent check modules in worker processes and
 the rest after them. The verdict must not depend on it: a correct mock is clean either way,
@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from conformance import parallel
-from conformance.embedded import embedded_mock
-from conformance.limits import Limits
 from conformance.registry import all_checks
-from conformance.results import Status
-from conformance.runner import CHECKS_DIR, run
+from conformance.run import parallel
+from conformance.run.embedded import embedded_mock
+from conformance.run.runner import CHECKS_DIR, run
+from conformance.server.limits import Limits
 from conformance.session import SuiteConfig
+from conformance.verdicts.results import Status
 
 CONFIG = SuiteConfig("http://127.0.0.1:1")
 

@@ -12,7 +12,15 @@ import pytest
 from conformance import cli
 from conformance.reporting import json_report, junit, terminal
 from conformance.requirements import by_id
-from conformance.results import CheckResult, Report, ServerInfo, SkipKind, Status, decide, exit_code
+from conformance.verdicts.results import (
+    CheckResult,
+    Report,
+    ServerInfo,
+    SkipKind,
+    Status,
+    decide,
+    exit_code,
+)
 
 
 def make_report(statuses: dict[str, Status], harness_error: str = "") -> Report:
@@ -173,7 +181,7 @@ def test_differences_name_each_failing_requirement_once() -> None:
     """The report opens with what the server does differently from the document: one line per
     failing requirement, MUST before SHOULD, each with field-level evidence, never a body."""
     from conformance.requirements import by_id
-    from conformance.results import CheckResult, Report, ServerInfo, Status, decide
+    from conformance.verdicts.results import CheckResult, Report, ServerInfo, Status, decide
 
     def result(rid: str, status: Status, message: str = "") -> Any:
         return decide(by_id()[rid], [CheckResult("check", status, message)])

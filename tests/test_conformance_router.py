@@ -14,13 +14,13 @@ from dataclasses import replace
 
 import pytest
 
-from conformance.embedded import QUICK
 from conformance.profiles import MAIN_PROFILES, MOCK_KNOBS, PROFILES
 from conformance.requirements import Feature, Level, all_requirements
-from conformance.results import Report, Status
-from conformance.runner import run
+from conformance.run.embedded import QUICK
+from conformance.run.runner import run
 from conformance.session import SuiteConfig
-from mock_server.fleet import start_fleet
+from conformance.verdicts.results import Report, Status
+from mock_server.harness.fleet import start_fleet
 from mock_server.router.policy import ROUTER_DEFECTS
 
 DECLARED = {

@@ -26,7 +26,7 @@ from benchmarks.bench_settings import (
     server_env,
 )
 from conformance.profiles import MOCK_KNOBS
-from mock_server.config import parse_args
+from mock_server.behaviour.config import parse_args
 
 
 def _flag(setting: Setting, name: str) -> str | None:

@@ -14,7 +14,7 @@ from conformance import profiles
 from conformance.diff.case import PROFILES
 from conformance.diff.cli import main
 from conformance.diff.corpus import CORPUS, cases_for
-from mock_server.testing import running_server
+from mock_server.harness.testing import running_server
 
 LIVE_LIKE = [
     "--served-model-name", "tiny-qwen3", "--max-model-len", "512", "--max-num-seqs", "4",

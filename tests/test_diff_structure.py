@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conformance.structure import Answer, Request, compare_answers, compare_json, sse_events
+from conformance.diff.structure import Answer, Request, compare_answers, compare_json, sse_events
 
 GEN = Request("POST", "/inference/v1/generate", {"token_ids": [1, 2, 3], "sampling_params": {}})
 DETERMINED = Request(

@@ -35,7 +35,7 @@ from benchmarks.fault_catalogue import (
     observe,
 )
 from benchmarks.fault_proxy import proxied, serve
-from mock_server.testing import running_server
+from mock_server.harness.testing import running_server
 from openapi import load_spec
 
 FAULTS = {f.name: f for f in generate_faults()}

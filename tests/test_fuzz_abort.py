@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.fuzz.inflight import Outcome, stream_then_abort
+from conformance.fuzz.abort_stream import Outcome, stream_then_abort
 from conformance.fuzz.stateful import _ends, _not_stopped
-from mock_server.app import create_app
-from mock_server.config import parse_args
+from mock_server.behaviour.config import parse_args
+from mock_server.serve.app import create_app
 
 LONG = {
     "token_ids": [1, 2, 3],

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.fuzz.run import summary_text
-from mock_server.defects import DEFECTS
+from conformance.fuzz.campaign import summary_text
+from mock_server.behaviour.defects import DEFECTS
 from tests.test_fuzz_mock import run_profile
 
 SCHEMA = {"response_schema_conformance", "content_type_conformance"}

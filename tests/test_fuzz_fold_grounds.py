@@ -8,7 +8,7 @@ from __future__ import annotations
 from conformance.fuzz.findings import STREAMED
 from conformance.fuzz.merge import merge
 from conformance.requirements import by_id
-from conformance.results import CheckResult, Report, ServerInfo, SkipKind, Status, decide
+from conformance.verdicts.results import CheckResult, Report, ServerInfo, SkipKind, Status, decide
 
 FOUND = "Undocumented status code: Received: 502"
 

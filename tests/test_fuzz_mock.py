@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
+from conformance.fuzz.campaign import FuzzResult, fuzz, summary_text, to_report
 from conformance.fuzz.expectations import operations
-from conformance.fuzz.run import FuzzResult, fuzz, summary_text, to_report
 from conformance.fuzz.settings import CI_MAX_EXAMPLES, FuzzConfig, ServerFacts
 from conformance.profiles import MAIN_PROFILES, MOCK_KNOBS, PROFILES, Profile
 from conformance.reporting import json_report, junit
-from mock_server.app import create_app
-from mock_server.config import DEFAULT_VOCAB, parse_args
+from mock_server.behaviour.config import DEFAULT_VOCAB, parse_args
+from mock_server.serve.app import create_app
 
 CI_EXAMPLES = int(os.environ.get("TITO_FUZZ_EXAMPLES", str(CI_MAX_EXAMPLES)))
 FUZZED: dict[str, Profile] = {

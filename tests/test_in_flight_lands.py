@@ -12,13 +12,13 @@ from dataclasses import replace
 
 import pytest
 
-from conformance.embedded import QUICK, embedded_mock
-from conformance.http import Client
-from conformance.in_flight import HEAVY_N, Plan, plans_for
-from conformance.limits import Limits
-from conformance.plans import EVENT_BUDGET, blockers
-from conformance.results import Report, SkipKind, Status
-from conformance.runner import run
+from conformance.inflight.attempts import HEAVY_N, Plan, plans_for
+from conformance.inflight.plans import EVENT_BUDGET, blockers
+from conformance.run.embedded import QUICK, embedded_mock
+from conformance.run.runner import run
+from conformance.server.limits import Limits
+from conformance.verdicts.results import Report, SkipKind, Status
+from conformance.wire import Client
 
 ABORTS = ("ABORT-002", "ABORT-003", "STOP-005", "WV-003", "WV-004")
 FAST_SMALL = ("--mock-itl-ms", "0", "--mock-ttft-ms", "0", "--max-model-len", "64")

@@ -8,8 +8,8 @@ import threading
 from types import SimpleNamespace
 from typing import Any
 
-from conformance.in_flight import MIN_GAP_S, Outcome, Timeline, whole_with
-from conformance.proof import bound_proof
+from conformance.inflight.attempts import MIN_GAP_S, Outcome, Timeline, whole_with
+from conformance.inflight.proof import bound_proof
 
 
 def line(max_tokens: int, sent_s: float, answered_s: float, ended_s: float) -> Timeline:

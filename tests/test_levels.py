@@ -1,6 +1,6 @@
 """Levels a vendor can claim (issue 21): the grouping, the `level` object, badge, product, DIR.
 
-The grouping is data (`conformance.levels.GROUPS`); these prove it places every requirement
+The grouping is data (`conformance.verdicts.levels.GROUPS`); these prove it places every requirement
 once, that the level follows the results (a Core MUST failing, a claimed feature failing), and
 that `run --product` and `report DIR --badge` carry it to the JSON report, the matrix and SVG.
 """
@@ -16,22 +16,15 @@ import jsonschema
 import pytest
 
 from conformance import cli
-from conformance.embedded import QUICK, embedded_mock
-from conformance.features import KNOWN_FEATURES
-from conformance.levels import CORE, EXTENDED, GROUPS, group_of, level_of, members
 from conformance.reporting import badge, json_report, terminal
 from conformance.reporting.matrix import build
 from conformance.reporting.matrix_load import ReportFileError, read
 from conformance.requirements import Feature, all_requirements, by_id
-from conformance.results import (
-    CheckResult,
-    Report,
-    ServerInfo,
-    Status,
-    decide,
-    exit_code,
-)
-from conformance.runner import run
+from conformance.run.embedded import QUICK, embedded_mock
+from conformance.run.runner import run
+from conformance.server.features import KNOWN_FEATURES
+from conformance.verdicts.levels import CORE, EXTENDED, GROUPS, group_of, level_of, members
+from conformance.verdicts.results import CheckResult, Report, ServerInfo, Status, decide, exit_code
 
 GREEN_SERVER = ["scale-out", "abort", "text-mode", "render"]
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.results import CheckResult, Report, Status
-from conformance.runner import report_from
+from conformance.run.runner import report_from
 from conformance.session import SuiteConfig
+from conformance.verdicts.results import CheckResult, Report, Status
 from live import deviations
 from live.deviations import Deviation
 

@@ -10,8 +10,8 @@ import pytest
 import respx
 
 from conformance import session as session_mod
+from conformance.fuzz.campaign import FuzzResult
 from conformance.fuzz.findings import Finding, GroupStats
-from conformance.fuzz.run import FuzzResult
 from conformance.fuzz.settings import FuzzConfig, ServerFacts
 from live import cli, deviations, fuzz_gate
 from live.deviations import Deviation, FuzzMatch, Reproducer

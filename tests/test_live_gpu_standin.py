@@ -25,7 +25,7 @@ from live.standin import MARKER, is_standin
 from live.standin.flags import SERVE_FLAGS, StandinUsage, to_mock_argv
 from live.standin.install import write_executable
 from loopback.ports import free_port
-from mock_server.config import parse_args
+from mock_server.behaviour.config import parse_args
 
 ROOT = Path(__file__).parents[1]
 MODEL = "Qwen/Qwen3-0.6B"

@@ -1,6 +1,6 @@
 """The live launcher, exercised with `python -m mock_server` in place of vLLM (same flags).
 
-Also its base, `conformance.server_process.ServerProcess`, with small stand-in servers.
+Also its base, `conformance.server.process.ServerProcess`, with small stand-in servers.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conformance.server_process import ServerProcess
+from conformance.server.process import ServerProcess
 from live import procgroup
 from live.launcher import LiveServer, ServerStartError
 from live.profiles import Backend, live_profile

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conformance.server_process import ServerProcess, mock_argv
+from conformance.server.process import ServerProcess, mock_argv
 from live.router import (
     RouterInstallError,
     RouterProcess,

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 from conformance.diff.case import PROFILES
 from conformance.diff.corpus import cases_for
-from conformance.results import Status
 from conformance.session import SuiteConfig
+from conformance.verdicts.results import Status
 from live import cli, deviations
 from live.deviations import Deviation
 from live.fidelity import CRASHERS, Intended, _is_mock, judge, load_intended, release_of

@@ -26,8 +26,8 @@ from loopback import connections, vllm_router
 from loopback.ports import free_port, is_free
 from loopback.processes import session_members, start_session, stop_session
 from loopback.readiness import ExitedBeforeReady, NotReady, answers, wait_ready
-from mock_server.router.app import create_router_app
-from mock_server.router.serve import serving
+from mock_server.router.proxy import create_router_app
+from mock_server.router.server import serving
 
 HEALTH_SERVER = """
 import http.server, sys

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mock_server.testing import asgi_client, running_server
+from mock_server.harness.testing import asgi_client, running_server
 from openapi import schema_validator
 
 pytestmark = pytest.mark.anyio

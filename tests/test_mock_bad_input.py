@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mock_server.testing import asgi_client
+from mock_server.harness.testing import asgi_client
 from openapi import schema_validator
 
 pytestmark = pytest.mark.anyio
@@ -260,7 +260,7 @@ async def test_generate_logit_bias_lax_like_pydantic() -> None:
 
 
 async def test_stream_failing_after_start_ends_with_done(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mock_server import payloads
+    from mock_server.answers import payloads
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")

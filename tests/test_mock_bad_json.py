@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from mock_server.jsonbody import MAX_DEPTH
-from mock_server.testing import asgi_client, running_server
+from mock_server.harness.testing import asgi_client, running_server
+from mock_server.wire.jsonbody import MAX_DEPTH
 from openapi import schema_validator
 
 pytestmark = pytest.mark.anyio

@@ -8,10 +8,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mock_server.config import parse_args
-from mock_server.engine import Engine
-from mock_server.request import parse_generate
-from mock_server.sequence import Sampler, Sequence
+from mock_server.behaviour.config import parse_args
+from mock_server.engine.core import Engine
+from mock_server.engine.sequence import Sampler, Sequence
+from mock_server.parsing.request import parse_generate
 
 # Defects that act in the per-token path: each changes a rank, a reason or a record.
 DEFECTS = [

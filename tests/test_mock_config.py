@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from loopback.ports import free_port
-from mock_server.config import parse_args
-from mock_server.defects import DEFECTS
+from mock_server.behaviour.config import parse_args
+from mock_server.behaviour.defects import DEFECTS
 
 
 def test_defaults() -> None:

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from mock_server.defects import DEFECTS
-from mock_server.testing import asgi_client, running_server
+from mock_server.behaviour.defects import DEFECTS
+from mock_server.harness.testing import asgi_client, running_server
 
 pytestmark = pytest.mark.anyio
 GEN = "/inference/v1/generate"

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from test_mock_defects import AUTH, GEN, SO, B, Probe, ch, j, normalise, raw, sp, status, stop_probe
 
-from mock_server.testing import asgi_client
+from mock_server.harness.testing import asgi_client
 
 pytestmark = pytest.mark.anyio
 ABORT = "/inference/v1/abort_requests"

@@ -17,7 +17,7 @@ import pytest
 from conformance.diff.json_shape import compare_json
 from conformance.fuzz.sanitize import accept_derender
 from conformance.fuzz.settings import ServerFacts
-from mock_server.testing import asgi_client
+from mock_server.harness.testing import asgi_client
 from openapi import schema_validator
 
 pytestmark = pytest.mark.anyio

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mock_server.testing import asgi_client
+from mock_server.harness.testing import asgi_client
 from openapi import schema_validator
 
 DEV = {"VLLM_SERVER_DEV_MODE": "1"}

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import random
 
-from mock_server.config import parse_args
-from mock_server.engine import DRAWN_AHEAD, DrawnAhead, Engine
-from mock_server.request import parse_generate
-from mock_server.sequence import Sampler, Sequence
+from mock_server.behaviour.config import parse_args
+from mock_server.engine.core import DRAWN_AHEAD, DrawnAhead, Engine
+from mock_server.engine.sequence import Sampler, Sequence
+from mock_server.parsing.request import parse_generate
 
 
 def test_the_block_then_the_spare_generator_are_the_servers() -> None:

@@ -16,12 +16,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mock_server import direct, generate
-from mock_server.config import parse_args
-from mock_server.engine import Engine, Job
-from mock_server.errors import ApiError, ValidationFailure
-from mock_server.request import parse_generate, parse_plain
-from mock_server.testing import asgi_client
+from mock_server.behaviour.config import parse_args
+from mock_server.endpoints import generate
+from mock_server.engine.core import Engine, Job
+from mock_server.harness.testing import asgi_client
+from mock_server.parsing.request import parse_generate, parse_plain
+from mock_server.serve import direct
+from mock_server.wire.errors import ApiError, ValidationFailure
 
 PROMPT = [151644, 872, 198]
 

@@ -15,8 +15,8 @@ from captures import exchanges
 from fidelity_differences import LISTED, MOCK_BUG, Listed, listed_for
 from fidelity_replay import SERVERS, reference_answer, replay, replay_plan, request_of
 
-from conformance.structure import Difference, compare_answers
-from mock_server.testing import running_server
+from conformance.diff.structure import Difference, compare_answers
+from mock_server.harness.testing import running_server
 
 CAPTURES = {exchange.name: exchange for exchange in exchanges()}
 

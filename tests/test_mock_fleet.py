@@ -20,8 +20,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from loopback.ports import free_port
 from loopback.vllm_router import BINARY_ENV, HOW_TO_GET, find_binary
-from mock_server.fleet import Fleet, RouterNotFound, start_fleet
-from mock_server.harness import TitoMock
+from mock_server.harness.fleet import Fleet, RouterNotFound, start_fleet
+from mock_server.harness.tito_mock import TitoMock
 
 GENERATE = "/inference/v1/generate"
 ABORT = "/inference/v1/abort_requests"

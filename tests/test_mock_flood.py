@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from mock_server.testing import running_server
+from mock_server.harness.testing import running_server
 
 ARGV = ["--enable-scale-out", "--mock-vocab-size", "2048", "--max-model-len", "512"]
 ENV = {"VLLM_SERVER_DEV_MODE": "1"}

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import asyncio
 
-from mock_server.config import parse_args
-from mock_server.engine import Engine, Job
-from mock_server.request import parse_generate
+from mock_server.behaviour.config import parse_args
+from mock_server.engine.core import Engine, Job
+from mock_server.parsing.request import parse_generate
 
 
 def _job(engine: Engine, rid: str, n: int = 2, max_tokens: int = 3) -> Job:

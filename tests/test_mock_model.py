@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from mock_server.model import EOS_RANK, UNITS, ToyModel
+from mock_server.engine.model import EOS_RANK, UNITS, ToyModel
 
 
 @pytest.mark.parametrize("vocab", [512, 2048])

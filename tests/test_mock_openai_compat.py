@@ -14,7 +14,7 @@ import pytest
 from captures import capture
 from test_mock_tokenize import same_shape
 
-from mock_server.testing import asgi_client, running_server
+from mock_server.harness.testing import asgi_client, running_server
 
 pytestmark = pytest.mark.anyio
 COMMON = ["--max-model-len", "512", "--max-num-seqs", "4", "--mock-vocab-size", "2048"]

@@ -13,21 +13,24 @@ from typing import Any
 
 import pytest
 
-from mock_server import direct, generate, streaming, transforms
-from mock_server.config import parse_args
-from mock_server.defects import DEFECTS
-from mock_server.policies import STAGES, Policies, registered
-from mock_server.testing import asgi_client
-from mock_server.transforms.registry import KINDS
+from mock_server import transforms
+from mock_server.answers import streaming
+from mock_server.behaviour.config import parse_args
+from mock_server.behaviour.defects import DEFECTS
+from mock_server.behaviour.policies import STAGES, Policies, registered
+from mock_server.endpoints import generate
+from mock_server.harness.testing import asgi_client
+from mock_server.serve import direct
+from mock_server.transforms.transformers import KINDS
 
 MOCK = Path(__file__).resolve().parent.parent / "mock_server"
 ASKS = re.compile(r"has_defect\(|\.defects\b")
 MAY_ASK = {
-    "config.py",
-    "defects.py",
-    "harness.py",
-    "policies/registry.py",
-    "transforms/registry.py",
+    "behaviour/config.py",
+    "behaviour/defects.py",
+    "harness/tito_mock.py",
+    "behaviour/policies/registry.py",
+    "transforms/transformers.py",
 }
 PROFILES = {
     "scale-out": ["--enable-scale-out"],

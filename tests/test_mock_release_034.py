@@ -20,7 +20,7 @@ import pytest
 
 from live.drift.fetch import Source, cache_root, cached_wheel, dists_for
 from live.drift.surface import PROTOCOL_MODULE, Model, SourceIndex
-from mock_server.testing import asgi_client
+from mock_server.harness.testing import asgi_client
 
 pytestmark = pytest.mark.anyio
 GEN = "/inference/v1/generate"

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from conformance.embedded import QUICK, embedded_mock
-from conformance.results import Report, Status
-from conformance.runner import run
+from conformance.run.embedded import QUICK, embedded_mock
+from conformance.run.runner import run
+from conformance.verdicts.results import Report, Status
 from live import deviations
-from mock_server.testing import asgi_client
+from mock_server.harness.testing import asgi_client
 
 pytestmark = pytest.mark.anyio
 GEN = "/inference/v1/generate"

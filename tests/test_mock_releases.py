@@ -15,13 +15,14 @@ import httpx
 import pytest
 import respx
 
-from mock_server import streaming, transforms
-from mock_server.config import MockConfig, parse_args
-from mock_server.harness import TitoMock
-from mock_server.releases import DETOKENIZE_STOP, RELEASES, TOKENS_ONLY_STOP
-from mock_server.respx_routes import add_routes
-from mock_server.testing import asgi_client, running_server
-from mock_server.transforms.registry import KINDS
+from mock_server import transforms
+from mock_server.answers import streaming
+from mock_server.behaviour.config import MockConfig, parse_args
+from mock_server.behaviour.releases import DETOKENIZE_STOP, RELEASES, TOKENS_ONLY_STOP
+from mock_server.harness.respx_routes import add_routes
+from mock_server.harness.testing import asgi_client, running_server
+from mock_server.harness.tito_mock import TitoMock
+from mock_server.transforms.transformers import KINDS
 
 pytestmark = pytest.mark.anyio
 GEN = "/inference/v1/generate"

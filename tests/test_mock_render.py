@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mock_server.testing import asgi_client
+from mock_server.harness.testing import asgi_client
 from openapi import schema_validator
 
 pytestmark = pytest.mark.anyio

@@ -15,9 +15,9 @@ import httpx
 import pytest
 
 from loopback.ports import free_port
+from mock_server.harness.testing import running_server
 from mock_server.router import ROUTER_DEFECTS, create_router_app
-from mock_server.router.serve import serving
-from mock_server.testing import running_server
+from mock_server.router.server import serving
 
 GENERATE = "/inference/v1/generate"
 ABORT = "/inference/v1/abort_requests"

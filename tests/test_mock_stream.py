@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from httpx_sse import aconnect_sse
 
-from mock_server.testing import asgi_client
+from mock_server.harness.testing import asgi_client
 from openapi import schema_validator
 
 pytestmark = pytest.mark.anyio

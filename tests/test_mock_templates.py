@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from mock_server import streaming
-from mock_server.testing import asgi_client
+from mock_server.answers import streaming
+from mock_server.harness.testing import asgi_client
 
 PROMPT = [151644, 872, 198]
 ODD_ID = 'a"token_ids":[]\\"é\u2028'.encode()  # quotes, the key itself, escapes, non-ASCII

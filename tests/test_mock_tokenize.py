@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from captures import TINY_ARGV, capture
 
-from mock_server.testing import asgi_client
+from mock_server.harness.testing import asgi_client
 
 pytestmark = pytest.mark.anyio
 ARGV = TINY_ARGV

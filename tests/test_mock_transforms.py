@@ -6,19 +6,23 @@ import re
 from pathlib import Path
 
 from mock_server import transforms
-from mock_server.config import MockConfig
-from mock_server.defects import DEFECTS
-from mock_server.transforms.registry import KINDS
+from mock_server.behaviour.config import MockConfig
+from mock_server.behaviour.defects import DEFECTS
+from mock_server.transforms.transformers import KINDS
 
 MOCK = Path(__file__).resolve().parent.parent / "mock_server"
 ASKED = re.compile(r'has_defect\("([a-z0-9-]+)"\)')
 # What the answer builders may still ask: defects that change what is computed or sent when,
 # not how a finished answer reads.
 BEHAVIOURAL = {
-    "payloads.py": {"logprobs-always"},
-    "streaming.py": {"stream-multi-choice-chunk", "stream-empty-chunk", "disconnect-no-abort"},
-    "gating.py": set(),
-    "auth.py": {
+    "answers/payloads.py": {"logprobs-always"},
+    "answers/streaming.py": {
+        "stream-multi-choice-chunk",
+        "stream-empty-chunk",
+        "disconnect-no-abort",
+    },
+    "endpoints/gating.py": set(),
+    "serve/auth.py": {
         "health-guarded",
         "abort-no-auth",
         "legacy-abort-requires-key",

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from mock_server import validation
-from mock_server.config import parse_args
-from mock_server.policies import registered
-from mock_server.testing import asgi_client
+from mock_server.behaviour.config import parse_args
+from mock_server.behaviour.policies import registered
+from mock_server.harness.testing import asgi_client
 
 pytestmark = pytest.mark.anyio
 ARGV = [

@@ -13,7 +13,8 @@ import pytest
 from conformance.fuzz.cli import parser as fuzz_parser
 from conformance.fuzz.engine import Fuzzer
 from conformance.fuzz.settings import FuzzConfig, ServerFacts
-from conformance.http import (
+from conformance.profiles import MOCK_KNOBS, PROFILES
+from conformance.wire import (
     DEFAULT_TIMEOUT_S,
     IN_PROCESS_URL,
     AsyncClient,
@@ -22,11 +23,10 @@ from conformance.http import (
     Timeouts,
     Unsendable,
 )
-from conformance.profiles import MOCK_KNOBS, PROFILES
 from live.cli import parser as live_parser
 from live.fuzzing import FuzzBudget
-from mock_server.app import create_app
-from mock_server.config import parse_args
+from mock_server.behaviour.config import parse_args
+from mock_server.serve.app import create_app
 
 KEY = PROFILES["api-key"].api_key
 BODY = {"token_ids": [10, 11, 12], "sampling_params": {"max_tokens": 3}}

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from conformance.fuzz.checks import answer_problems, chunk_problem
-from conformance.fuzz.run import summary_text
+from conformance.fuzz.campaign import summary_text
+from conformance.fuzz.oracles import answer_problems, chunk_problem
 from tests.test_fuzz_mock import run_profile
 
 SHORT = 600

@@ -2,7 +2,7 @@
 
 The fuzzer's reproducers are schemathesis's curl of the case as sent, the key among its
 headers; the suite's are the kit's own curl, which always left the key out. Both now go through
-`conformance.credentials` where their records are made. The end-to-end test runs the CLI as a
+`conformance.wire.exchange` where their records are made. The end-to-end test runs the CLI as a
 user does, against a keyed mock with a defect the suite and the fuzzer's stateful abort both
 fail, renders the matrix from its JSON, and greps every file and both streams for the key.
 """
@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from conformance import credentials
-from conformance.credentials import PLACEHOLDER, redact
 from conformance.fuzz.findings import Finding
-from conformance.http import auth_header
-from conformance.results import CheckResult, Status
-from conformance.server_process import ServerProcess, mock_argv
+from conformance.server.process import ServerProcess, mock_argv
+from conformance.verdicts.results import CheckResult, Status
+from conformance.wire import auth_header
+from conformance.wire import exchange as credentials
+from conformance.wire.exchange import PLACEHOLDER, redact
 from loopback.ports import free_port
 
 KEY = "sk-tito-test-7c1e09b2d4"

@@ -41,7 +41,7 @@ def test_the_client_plugin_is_registered_and_imports_nothing_until_used() -> Non
     )
     probe = (
         "import sys, mock_server.pytest_plugin; "
-        "print(sorted(m for m in ('uvicorn', 'starlette', 'mock_server.app', 'respx') "
+        "print(sorted(m for m in ('uvicorn', 'starlette', 'mock_server.serve.app', 'respx') "
         "if m in sys.modules))"
     )
     loaded = subprocess.run(

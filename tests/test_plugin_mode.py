@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conformance.embedded import QUICK, embedded_mock
+from conformance.run.embedded import QUICK, embedded_mock
 
 
 def test_plugin_mode_passes_a_correct_mock(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from conformance.profiles import (
     Profile,
 )
 from live.profiles import BACKENDS, LIVE_PROFILES, Backend, live_profile, profiles_for
-from mock_server.config import parse_args
+from mock_server.behaviour.config import parse_args
 
 ROOT = Path(__file__).parents[1]
 
@@ -217,7 +217,7 @@ def test_live_imports_go_one_way() -> None:
 
 def test_conformance_has_no_import_cycle() -> None:
     """Kept apart from the test below: collector <-> runner was one until the report assembly
-    moved to `conformance.assemble`."""
+    moved to `conformance.verdicts.assemble`."""
     assert cycles(import_graph(("conformance",))) == set()
 
 

@@ -1,11 +1,11 @@
-"""The one proof obligation of in-flight verdicts (`conformance.proof`): a FAIL rests only on
-evidence a slower client cannot manufacture, and every in-flight requirement says which."""
+"""The one proof obligation of in-flight verdicts (`conformance.inflight.proof`): a FAIL rests only
+on evidence a slower client cannot manufacture, and every in-flight requirement says which."""
 
 from __future__ import annotations
 
 import pytest
 
-from conformance.proof import SAMPLES, SHARE, Fastest, Proof, bound_proof, engine_proof
+from conformance.inflight.proof import SAMPLES, SHARE, Fastest, Proof, bound_proof, engine_proof
 from conformance.requirements import by_id
 
 IN_FLIGHT = {
@@ -106,8 +106,8 @@ def test_a_non_streamed_request_is_known_from_when_it_left_the_client() -> None:
     line's start. Known is the body's write plus the first-token wait, or nothing."""
     from types import SimpleNamespace
 
-    from conformance.in_flight import known_whole
-    from conformance.timeline import Timeline
+    from conformance.inflight.attempts import known_whole
+    from conformance.inflight.timeline import Timeline
 
     s = SimpleNamespace(limits=SimpleNamespace(ttft_s=0.005))
     line = Timeline(4092, "r")
@@ -123,9 +123,9 @@ def test_a_stream_the_client_stopped_reading_is_too_close_to_judge() -> None:
     """Seen at load 9: WV-009 failed "stream did not end before its deadline" on a correct mock
     whose stream was still sending. An unread end is nothing to judge, never a FAIL; a stream
     past its tokens still fails."""
-    from conformance.bounded import PastDeadline
-    from conformance.in_flight import _read_till_deadline
-    from conformance.timeline import Outcome, Timeline
+    from conformance.inflight.attempts import _read_till_deadline
+    from conformance.inflight.timeline import Outcome, Timeline
+    from conformance.wire.bounded import PastDeadline
 
     line = Timeline(8, "r")
     line.chunks.append((0.01, {"choices": [{"index": 0, "token_ids": [1, 2, 3]}]}))
@@ -151,9 +151,9 @@ def test_the_fastest_completion_is_timed_to_the_answers_head_not_its_body() -> N
     import time
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from conformance.http import Client
-    from conformance.plans import Plan
-    from conformance.timeline import completed_in
+    from conformance.inflight.plans import Plan
+    from conformance.inflight.timeline import completed_in
+    from conformance.wire import Client
 
     answer = json.dumps(
         {"choices": [{"index": 0, "token_ids": [7] * 64, "finish_reason": "length"}]}
@@ -197,9 +197,9 @@ def test_a_body_the_client_could_not_read_in_time_is_too_close_to_judge() -> Non
     body did not end before its deadline", which a slow client alone can cause."""
     import time
 
-    from conformance.bounded import PastDeadline, _Body
-    from conformance.in_flight import _read_till_deadline
-    from conformance.timeline import Outcome, Timeline
+    from conformance.inflight.attempts import _read_till_deadline
+    from conformance.inflight.timeline import Outcome, Timeline
+    from conformance.wire.bounded import PastDeadline, _Body
 
     late = _Body(deadline=time.monotonic() - 1, max_bytes=1 << 20)
     with pytest.raises(PastDeadline):

@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 
 from conformance.api import schema_problems
-from conformance.embedded import QUICK, embedded_mock
-from conformance.features import ANCHORS, KNOWN_FEATURES, Features
-from conformance.levels import group_of, level_of
 from conformance.requirements import Level, Source, all_requirements
-from conformance.results import Report, SkipKind, Status, exit_code
-from conformance.runner import run
-from mock_server.defects import DEFECTS, RELEASE_034
-from mock_server.testing import asgi_client
+from conformance.run.embedded import QUICK, embedded_mock
+from conformance.run.runner import run
+from conformance.server.features import ANCHORS, KNOWN_FEATURES, Features
+from conformance.verdicts.levels import group_of, level_of
+from conformance.verdicts.results import Report, SkipKind, Status, exit_code
+from mock_server.behaviour.defects import DEFECTS, RELEASE_034
+from mock_server.harness.testing import asgi_client
 
 EXT = ("EXT-DERENDER-001", "EXT-DERENDER-002", "EXT-PARSE-001", "EXT-PARSE-002")
 FEATURES = ("output-mode-derender", "derender-stream", "parse-context")

@@ -15,11 +15,11 @@ import pytest
 from conformance import coverage
 from conformance.cli import main
 from conformance.fuzz import findings, stateful
-from conformance.fuzz.checks import OUR_CHECKS
+from conformance.fuzz.campaign import SEQUENCE_COVERS
 from conformance.fuzz.covers import FUZZ_COVERS
 from conformance.fuzz.engine import _CHECK_OF_FAILURE
 from conformance.fuzz.expectations import operations
-from conformance.fuzz.run import SEQUENCE_COVERS
+from conformance.fuzz.oracles import OUR_CHECKS
 from conformance.fuzz.settings import ServerFacts
 from conformance.requirements import (
     MUST,
@@ -30,7 +30,7 @@ from conformance.requirements import (
     all_requirements,
     by_id,
 )
-from mock_server.defects import DEFECTS
+from mock_server.behaviour.defects import DEFECTS
 from mock_server.router.policy import ROUTER_DEFECTS
 
 
@@ -124,7 +124,8 @@ def test_requirements_and_the_defect_catalogue_agree() -> None:
 
 def test_the_map_lives_in_the_requirements() -> None:
     """The anchors, foundations and fuzz filing are read from the catalogue, not kept beside it."""
-    from conformance import features, foundations
+    from conformance import foundations
+    from conformance.server import features
 
     assert {r.anchor: r.id for r in all_requirements() if r.anchor} == features.ANCHORS
     grounds = {r.ground for r in all_requirements() if r.ground}

@@ -13,13 +13,13 @@ from __future__ import annotations
 import pytest
 
 from conformance.cli import run_fuzzed
-from conformance.embedded import QUICK
 from conformance.profiles import MOCK_KNOBS, PROFILES
 from conformance.requirements import Level
-from conformance.results import CheckResult, Report, Status
+from conformance.run.embedded import QUICK
 from conformance.session import SuiteConfig
+from conformance.verdicts.results import CheckResult, Report, Status
 from loopback.vllm_router import HOW_TO_GET, find_binary
-from mock_server.fleet import start_fleet
+from mock_server.harness.fleet import start_fleet
 
 FUZZ = 5  # cases per operation: enough that every fuzz group finds what it finds here
 IN_FLIGHT = ("ABORT-", "STOP-005", "WV-003", "WV-004")

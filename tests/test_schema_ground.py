@@ -14,9 +14,9 @@ import pytest
 
 from benchmarks.fault_catalogue import generate_faults
 from benchmarks.fault_proxy import proxied
-from conformance.embedded import QUICK, embedded_mock
-from conformance.results import Report, SkipKind, Status
-from conformance.runner import run
+from conformance.run.embedded import QUICK, embedded_mock
+from conformance.run.runner import run
+from conformance.verdicts.results import Report, SkipKind, Status
 
 FAULTS = {f.name: f for f in generate_faults()}
 

@@ -7,12 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.server_process import (
-    PortTaken,
-    ServerProcess,
-    mock_argv,
-    start_on_a_free_port,
-)
+from conformance.server.process import PortTaken, ServerProcess, mock_argv, start_on_a_free_port
 from loopback.ports import free_port
 from loopback.processes import listens
 

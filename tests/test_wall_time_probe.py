@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import time
 
-from conformance.embedded import embedded_mock
-from conformance.features import WAVE, Features
-from conformance.limits import Limits, queued_wait
+from conformance.run.embedded import embedded_mock
+from conformance.server.features import WAVE, Features
+from conformance.server.limits import Limits, queued_wait
 from conformance.session import Session
 
 TTFT_S = 1.0

@@ -11,12 +11,14 @@ from typing import Any
 
 import pytest
 
-from conformance import cli, parallel, runner
+from conformance import cli
 from conformance.cli import main
-from conformance.fuzz import FuzzConfig, run
+from conformance.fuzz import FuzzConfig
+from conformance.fuzz import campaign as run
 from conformance.fuzz.expectations import operations
 from conformance.fuzz.settings import ServerFacts
-from conformance.limits import Limits
+from conformance.run import parallel, runner
+from conformance.server.limits import Limits
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,7 @@ import pytest
 
 from conformance import api
 from conformance.foundations import broken, builds_on
-from conformance.http import Reply
-from conformance.in_flight import (
+from conformance.inflight.attempts import (
     MIN_GAP_S,
     Outcome,
     OutOfReach,
@@ -21,8 +20,9 @@ from conformance.in_flight import (
     whole_with,
 )
 from conformance.registry import checks
-from conformance.semantics import check_spans, fail
 from conformance.session import BLOCKED_PREFIX, Session
+from conformance.tito.semantics import check_spans, fail
+from conformance.wire import Reply
 
 LONG = api.body(None, ignore_eos=True)  # the server's default max_tokens: a long request
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from conformance import api
-from conformance.dp_rank import HEADER as RANK
 from conformance.foundations import builds_on
 from conformance.registry import checks
-from conformance.semantics import fail
+from conformance.server.dp_rank import HEADER as RANK
 from conformance.session import Session
+from conformance.tito.semantics import fail
 
 
 @checks("AUTH-001")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from conformance import api, foundations
 from conformance.foundations import builds_on, ids_disowned
-from conformance.outputs import FLAG_OUTPUTS
 from conformance.registry import checks
-from conformance.semantics import check_usage, choices_of, fail, ids_of
 from conformance.session import Session
-from conformance.streamed import index_of
+from conformance.tito.outputs import FLAG_OUTPUTS
+from conformance.tito.semantics import check_usage, choices_of, fail, ids_of
+from conformance.tito.streamed import index_of
 
 
 def basic(s: Session) -> dict:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from conformance import api
-from conformance.exchange import stated_error
-from conformance.features import DERENDER
 from conformance.registry import checks
-from conformance.semantics import fail
+from conformance.server.features import DERENDER
 from conformance.session import MISSTATED, Session
+from conformance.tito.semantics import fail
+from conformance.wire.exchange import stated_error
 
 BAD_FIELDS: list[tuple[str, dict[str, Any]]] = [
     ("temperature 'x'", api.body(2, temperature="x")),

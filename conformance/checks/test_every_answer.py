@@ -1,7 +1,7 @@
 """Rules of a single answer, judged again over every generate answer the run received.
 
 Each requirement's own check asks for the answer that shows it best; these read every other
-answer too (`conformance.answers`: text mode as well as tokens, streams joined per choice), so
+answer too (`conformance.tito.answers`: text mode as well as tokens, streams joined per choice), so
 a server that keeps a rule in one kind of answer and breaks it in another still fails it, and
 only it. Answers whose form is not the spec's are left to SCHEMA-*; the grounds are those of
 each requirement's own check.
@@ -14,13 +14,14 @@ from typing import Any
 
 import pytest
 
-from conformance import foundations, semantics
-from conformance.answers import Answer
+from conformance import foundations
 from conformance.foundations import builds_on
 from conformance.registry import checks
-from conformance.semantics import as_bytes, fail
 from conformance.session import BLOCKED_PREFIX, Session
-from conformance.streamed import index_of
+from conformance.tito import semantics
+from conformance.tito.answers import Answer
+from conformance.tito.semantics import as_bytes, fail
+from conformance.tito.streamed import index_of
 
 
 def _text_form(content: list[dict[str, Any]]) -> bool:

@@ -6,8 +6,8 @@ from conformance import api
 from conformance.checks.test_stop import stop_token_case
 from conformance.registry import checks
 from conformance.requirements.gating import DISABLED_MESSAGE
-from conformance.semantics import choices_of, fail
 from conformance.session import Session
+from conformance.tito.semantics import choices_of, fail
 
 
 @checks("DISABLED-001")

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from conformance import api, semantics
+from conformance import api
 from conformance.registry import checks
-from conformance.semantics import choices_of, fail
 from conformance.session import BLOCKED_PREFIX, Session
+from conformance.tito import semantics
+from conformance.tito.semantics import choices_of, fail
 
 K = 5
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from conformance import api
-from conformance.features import CHAT_RENDER, DERENDER, RENDER
 from conformance.foundations import builds_on
 from conformance.registry import checks
-from conformance.semantics import fail
+from conformance.server.features import CHAT_RENDER, DERENDER, RENDER
 from conformance.session import BLOCKED_PREFIX, Session
+from conformance.tito.semantics import fail
 
 ASKED = {"max_tokens": 4, "temperature": 0.8, "top_p": 0.9, "min_p": 0.05, "seed": 7}
 """What the render requests set, each of them in the result; the rest of a render's

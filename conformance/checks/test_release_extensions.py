@@ -18,9 +18,9 @@ import pytest
 from conformance import api
 from conformance.foundations import builds_on
 from conformance.registry import checks
-from conformance.semantics import choices_of, fail, ids_of
 from conformance.session import BLOCKED_PREFIX, Session
-from conformance.streamed import index_of
+from conformance.tito.semantics import choices_of, fail, ids_of
+from conformance.tito.streamed import index_of
 
 WHOLE = "GenerateDerenderResponse"
 CHUNK = "GenerateDerenderStreamChunk"

@@ -12,13 +12,13 @@ from typing import Any
 
 from conformance import api, foundations
 from conformance.checks.test_abort import aborted_stream, judge_abort_landed
-from conformance.dp_rank import HEADER as RANK_HEADER
-from conformance.dp_rank import MAX_DP_PROBE, pinned, rejected
-from conformance.http import Client, Reply
-from conformance.in_flight import Inconclusive
+from conformance.inflight.attempts import Inconclusive
 from conformance.registry import checks
-from conformance.semantics import fail
+from conformance.server.dp_rank import HEADER as RANK_HEADER
+from conformance.server.dp_rank import MAX_DP_PROBE, pinned, rejected
 from conformance.session import Session
+from conformance.tito.semantics import fail
+from conformance.wire import Client, Reply
 
 
 def _engines(s: Session) -> list[Client]:

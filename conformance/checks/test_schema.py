@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from conformance import api
-from conformance.form import uncharged
 from conformance.foundations import UNREADABLE_ERRORS
 from conformance.registry import checks
-from conformance.semantics import fail
 from conformance.session import BLOCKED_PREFIX, MEDIA, Session
+from conformance.tito.semantics import fail
+from conformance.verdicts.form import uncharged
 
 SHOWN = 5
 

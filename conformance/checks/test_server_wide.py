@@ -2,7 +2,7 @@
 
 `POST /abort_requests` with no ids aborts every running request on a dev-mode server (vLLM's
 `VLLM_SERVER_DEV_MODE=1`), and the disconnect check reads the server's counters as a whole,
-so these never run beside other checks' requests (`conformance.parallel.SERIAL`).
+so these never run beside other checks' requests (`conformance.run.parallel.SERIAL`).
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import pytest
 
 from conformance import api
 from conformance.checks.test_abort import aborted_stream, judge_abort_landed
-from conformance.hangup import hang_up
+from conformance.inflight.hangup import hang_up
 from conformance.registry import checks
-from conformance.semantics import choices_of, fail
 from conformance.session import Session
+from conformance.tito.semantics import choices_of, fail
 
 
 @checks(

@@ -9,8 +9,8 @@ import pytest
 from conformance import api
 from conformance.foundations import builds_on
 from conformance.registry import checks
-from conformance.semantics import as_bytes, choices_of, fail, ids_of
 from conformance.session import BLOCKED_PREFIX, Session
+from conformance.tito.semantics import as_bytes, choices_of, fail, ids_of
 
 
 def stop_token_case(s: Session) -> tuple[list[int], int, int, dict[str, Any]]:

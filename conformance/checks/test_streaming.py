@@ -5,9 +5,9 @@ from __future__ import annotations
 from conformance import api
 from conformance.foundations import broken, builds_on
 from conformance.registry import checks
-from conformance.semantics import choices_of, fail, ids_of, over_max_logprobs, token_id_of
 from conformance.session import Session
-from conformance.streamed import index_of
+from conformance.tito.semantics import choices_of, fail, ids_of, over_max_logprobs, token_id_of
+from conformance.tito.streamed import index_of
 
 
 def seeded_pair(s: Session) -> tuple[dict, api.Streamed]:

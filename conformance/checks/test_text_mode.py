@@ -9,9 +9,9 @@ import pytest
 from conformance import api, foundations
 from conformance.foundations import builds_on
 from conformance.registry import checks
-from conformance.semantics import as_bytes, choices_of, fail, ids_of
 from conformance.session import BLOCKED_PREFIX, Session
-from conformance.streamed import index_of
+from conformance.tito.semantics import as_bytes, choices_of, fail, ids_of
+from conformance.tito.streamed import index_of
 
 PLACEHOLDER = re.compile(r"^token_id:(\d+)$")
 SPECIAL = re.compile(r"^<\|.+\|>$")

@@ -10,11 +10,11 @@ import pytest
 from conformance import api, foundations
 from conformance.checks.test_streaming import streamed
 from conformance.foundations import builds_on
-from conformance.http import Reply
-from conformance.in_flight import Outcome, Plan, Timeline, overlapped, stream_with
+from conformance.inflight.attempts import Outcome, Plan, Timeline, overlapped, stream_with
 from conformance.registry import checks
-from conformance.semantics import check_spans, choices_of, fail
 from conformance.session import Session
+from conformance.tito.semantics import check_spans, choices_of, fail
+from conformance.wire import Reply
 
 
 def responses(s: Session) -> Iterator[dict]:

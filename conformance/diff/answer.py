@@ -10,8 +10,8 @@ from typing import Any
 
 import httpx
 
-from ..http import Reply
-from ..http import sse_events as decoded
+from conformance.wire import Reply
+from conformance.wire import sse_events as decoded
 
 SSE_MEDIA_TYPE = "text/event-stream"
 NOT_JSON: Any = object()
@@ -88,7 +88,7 @@ class Answer:
 
     @classmethod
     def from_reply(cls, reply: Reply) -> Answer:
-        """Build from the kit client's recorded, bounded answer (`conformance.http.Reply`)."""
+        """Build from the kit client's recorded, bounded answer (`conformance.wire.Reply`)."""
         return cls.of(reply.status, reply.headers.get("content-type"), reply.body)
 
     @classmethod

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..profiles import profiles_with
+from conformance.profiles import profiles_with
 
 GENERATE = "/inference/v1/generate"
 ABORT = "/inference/v1/abort_requests"

@@ -16,12 +16,12 @@ from typing import Any
 
 import httpx
 
-from ..http import ServerBroke
-from ..options import add_api_key, add_timeout
-from ..structure import Answer, Difference, compare_answers
-from .case import PROFILES, Case
-from .corpus import CORPUS, cases_for
-from .send import Target, request_of, send
+from conformance.diff.case import PROFILES, Case
+from conformance.diff.corpus import CORPUS, cases_for
+from conformance.diff.send import Target, request_of, send
+from conformance.diff.structure import Answer, Difference, compare_answers
+from conformance.options import add_api_key, add_timeout
+from conformance.wire import ServerBroke
 
 KEEP_BODY = 64 * 1024
 

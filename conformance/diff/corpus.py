@@ -9,16 +9,9 @@ run with the same `--max-model-len` and `--max-num-seqs` (512 and 4 in the live 
 
 from __future__ import annotations
 
-from .case import (
-    EVERY,
-    SCALE_OUT,
-    SERVED,
-    TOKENS_ONLY,
-    Case,
-    gen,
-)
-from .corpus_access import ABORT_CASES, ACCESS_CASES
-from .corpus_render import RENDER_CASES
+from conformance.diff.case import EVERY, SCALE_OUT, SERVED, TOKENS_ONLY, Case, gen
+from conformance.diff.corpus_access import ABORT_CASES, ACCESS_CASES
+from conformance.diff.corpus_render import RENDER_CASES
 
 GENERATE_CASES: tuple[Case, ...] = (
     gen("basic", SERVED, "generate"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .case import (
+from conformance.diff.case import (
     ABORT,
     DISABLED,
     EVERY,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .case import DISABLED, SCALE_OUT, SERVED, TOKENS_ONLY, Case
+from conformance.diff.case import DISABLED, SCALE_OUT, SERVED, TOKENS_ONLY, Case
 
 COMPLETIONS_RENDER = "/v1/completions/render"
 CHAT_RENDER = "/v1/chat/completions/render"

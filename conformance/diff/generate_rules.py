@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .answer import Difference, Request
+from conformance.diff.answer import Difference, Request
 
 NON_STREAM_LENGTHS = frozenset(
     {

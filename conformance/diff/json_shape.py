@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .answer import Difference, describe
+from conformance.diff.answer import Difference, describe
 
 ENUM_KEYS = frozenset({"finish_reason", "output_mode", "object", "type", "code"})
 TIMING_EQUIVALENT = frozenset({"abort", "length"})

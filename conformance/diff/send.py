@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from ..acting import stream_acting, whole_acting
-from ..http import Client, Reply, ServerBroke, Unsendable, auth_header
-from ..timeline import REPEAT_EVERY_S, Timeline, ids_for
-from .answer import Answer, Request
-from .case import Case
+from conformance.diff.answer import Answer, Request
+from conformance.diff.case import Case
+from conformance.inflight.acting import stream_acting, whole_acting
+from conformance.inflight.timeline import REPEAT_EVERY_S, Timeline, ids_for
+from conformance.wire import Client, Reply, ServerBroke, Unsendable, auth_header
 
 WRONG_KEY = "tito-diff-wrong-key"
 PREFIX = "generate-tokens-"

@@ -14,9 +14,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .answer import Answer, Difference, Request
-from .generate_rules import both_by_length, compare_relation, compare_usage, content_of, tokens_of
-from .json_shape import JsonRules, compare_json
+from conformance.diff.answer import Answer, Difference, Request
+from conformance.diff.generate_rules import (
+    both_by_length,
+    compare_relation,
+    compare_usage,
+    content_of,
+    tokens_of,
+)
+from conformance.diff.json_shape import JsonRules, compare_json
 
 DONE = "[DONE]"
 NOT_KNOWN = "n/a"

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import threading
 
-from ..http import DEFAULT_TIMEOUT_S
-from ..results import Report
-from .cli import main
-from .merge import merge
-from .settings import RUN_MAX_EXAMPLES, FuzzConfig, ServerFacts
+from conformance.fuzz.cli import main
+from conformance.fuzz.merge import merge
+from conformance.fuzz.settings import RUN_MAX_EXAMPLES, FuzzConfig, ServerFacts
+from conformance.verdicts.results import Report
+from conformance.wire import DEFAULT_TIMEOUT_S
 
 __all__ = ["RUN_MAX_EXAMPLES", "FuzzConfig", "ServerFacts", "fuzz_report", "main", "merge"]
 
@@ -30,7 +30,8 @@ def fuzz_report(
     facts: ServerFacts | None = None,
     label_gate: threading.Event | None = None,
 ) -> Report:
-    """A fuzz run as a `conformance.results.Report` (one per server), for the suite's `run`.
+    """A fuzz run as a `conformance.verdicts.results.Report` (one per server), for the
+    suite's `run`.
 
     The out-of-vocabulary group is off by default here: it may crash the server under test
     (vLLM 0.32 `--tokens-only`), which would end the rest of the suite's run. `facts`: what
@@ -40,7 +41,7 @@ def fuzz_report(
     """
     from dataclasses import replace
 
-    from .run import fuzz, probe_facts, to_report
+    from conformance.fuzz.campaign import fuzz, probe_facts, to_report
 
     config = FuzzConfig(
         base_url=base_url,

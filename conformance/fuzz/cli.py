@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..options import add_api_key, add_timeout
-from .settings import CI_MAX_EXAMPLES, FuzzConfig
+from conformance.fuzz.settings import CI_MAX_EXAMPLES, FuzzConfig
+from conformance.options import add_api_key, add_timeout
 
 
 def parser() -> argparse.ArgumentParser:
@@ -67,9 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from dataclasses import replace
 
-    from ..reporting import json_report, junit
-    from .expectations import operations
-    from .run import fuzz, probe_facts, summary_text, to_report
+    from conformance.fuzz.campaign import fuzz, probe_facts, summary_text, to_report
+    from conformance.fuzz.expectations import operations
+    from conformance.reporting import json_report, junit
 
     unknown = sorted(set(args.operation) - set(operations()))
     if unknown:

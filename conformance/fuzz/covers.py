@@ -8,7 +8,7 @@ reads the catalogue instead of running the fuzzer.
 
 from __future__ import annotations
 
-from ..requirements import all_requirements
+from conformance.requirements import all_requirements
 
 FUZZ_COVERS: frozenset[str] = frozenset(r.id for r in all_requirements() if r.fuzz or r.sequences)
 """Every requirement ID a fuzz finding can name."""

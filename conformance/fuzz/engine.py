@@ -24,15 +24,15 @@ from schemathesis import GenerationMode
 from schemathesis.core.failures import CustomFailure, Failure, FailureGroup
 
 import openapi
-
-from ..engine_state import EngineState
-from ..http import IN_PROCESS_URL, Client, ServerBroke, Unsendable, auth_header
-from ..proof import Fastest
-from . import generation, lax, sanitize, wire
-from .checks import OUR_CHECKS, answer_problems, stream_payloads
-from .expectations import operations, request_schema, schemathesis_config, serving
-from .findings import Finding, GroupStats, requirements_for
-from .settings import VLLM_MAX_LOGPROBS, FuzzConfig, ServerFacts
+from conformance.fuzz import generation, lax, sanitize
+from conformance.fuzz import transport as wire
+from conformance.fuzz.expectations import operations, request_schema, schemathesis_config, serving
+from conformance.fuzz.findings import Finding, GroupStats, requirements_for
+from conformance.fuzz.oracles import OUR_CHECKS, answer_problems, stream_payloads
+from conformance.fuzz.settings import VLLM_MAX_LOGPROBS, FuzzConfig, ServerFacts
+from conformance.inflight.proof import Fastest
+from conformance.server.engine_state import EngineState
+from conformance.wire import IN_PROCESS_URL, Client, ServerBroke, Unsendable, auth_header
 
 Checker = Callable[[Any, Any, Any], Any]
 

@@ -12,8 +12,7 @@ import functools
 from typing import Any
 
 import openapi
-
-from .settings import ServerFacts
+from conformance.fuzz.settings import ServerFacts
 
 NEEDS_TOKENIZER_400 = {"renderChatCompletions", "derenderCompletions", "derenderChatCompletions"}
 """Served without a tokenizer, but every valid body is a 400 there: a chat template and

@@ -6,10 +6,10 @@ import os
 from dataclasses import dataclass, field
 from functools import cache
 
-from ..credentials import redact
-from ..requirements import by_id
-from ..requirements.model import FuzzRule
-from .settings import ServerFacts
+from conformance.fuzz.settings import ServerFacts
+from conformance.requirements import by_id
+from conformance.requirements.model import FuzzRule
+from conformance.wire.exchange import redact
 
 STREAMED = " (stream) "
 """Between a finding's operation and its check in its report name: it was found on a stream."""
@@ -35,7 +35,7 @@ class Finding:
 
     def __post_init__(self) -> None:
         """The curl carries the case's headers, the API key among them: `$TITO_API_KEY`
-        instead, as in the suite's reproducers (`credentials`)."""
+        instead, as in the suite's reproducers (`wire.exchange`)."""
         self.curl = redact(self.curl)
         self.message = redact(self.message)
 

@@ -25,9 +25,8 @@ from hypothesis import HealthCheck, Phase
 from schemathesis import GenerationMode
 
 import openapi
-
-from . import draw_cache
-from .expectations import operations
+from conformance.fuzz import draw_cache
+from conformance.fuzz.expectations import operations
 
 UNSATISFIABLE = "schemathesis can generate no such case for this operation"
 _spent = [0.0]

@@ -15,11 +15,10 @@ import time
 from typing import Any
 
 import openapi
-
-from .checks import error_body_shape
-from .engine import Fuzzer, ServerGone
-from .expectations import operations, request_schema
-from .findings import GroupStats
+from conformance.fuzz.engine import Fuzzer, ServerGone
+from conformance.fuzz.expectations import operations, request_schema
+from conformance.fuzz.findings import GroupStats
+from conformance.fuzz.oracles import error_body_shape
 
 GROUP = "wrong-media-type"
 

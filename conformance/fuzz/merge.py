@@ -16,12 +16,19 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping
 
-from ..collector import STREAM_GROUND
-from ..foundations import routed_grounds
-from ..registry import grounds_of
-from ..results import CheckResult, Report, RequirementResult, SkipKind, Status, decide
-from ..session import BLOCKED_PREFIX
-from .findings import STREAMED
+from conformance.foundations import routed_grounds
+from conformance.fuzz.findings import STREAMED
+from conformance.registry import grounds_of
+from conformance.run.collector import STREAM_GROUND
+from conformance.session import BLOCKED_PREFIX
+from conformance.verdicts.results import (
+    CheckResult,
+    Report,
+    RequirementResult,
+    SkipKind,
+    Status,
+    decide,
+)
 
 ANSWERED = re.compile(r" \(HTTP (\d{3})\)$")
 """How a fuzz check's name ends with the status of the answer it judged (`fuzz.run.to_report`)."""

@@ -9,10 +9,9 @@ from typing import Any
 
 from schemathesis import GenerationMode
 
+from conformance.fuzz.engine import Fuzzer, ServerGone, builtin_checks, wants_stream
+from conformance.fuzz.oracles import OUR_CHECKS, stream_payloads
 from loopback.timeouts import HEALTH_POLL_S, STAYS_HEALTHY_S
-
-from .checks import OUR_CHECKS, stream_payloads
-from .engine import Fuzzer, ServerGone, builtin_checks, wants_stream
 
 GROUP = "out-of-vocabulary"
 

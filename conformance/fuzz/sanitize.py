@@ -17,9 +17,8 @@ import zlib
 from typing import Any
 
 import openapi
-
-from ..outputs import lean
-from .settings import ServerFacts
+from conformance.fuzz.settings import ServerFacts
+from conformance.tito.outputs import lean
 
 UNKNOWN_KEY = "x_tito_fuzz_unknown"
 """Added to some positive generate bodies: "Unknown keys are allowed and ignored"."""

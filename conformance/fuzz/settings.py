@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..http import DEFAULT_TIMEOUT_S, Timeouts
-from ..limits import Limits
+from conformance.server.limits import Limits
+from conformance.wire import DEFAULT_TIMEOUT_S, Timeouts
 
 SAFE_VOCAB = 256
 """Ids below this exist in every tokenizer (byte-level vocabularies have at least 256)."""
@@ -78,7 +78,7 @@ class FuzzConfig:
 
     @property
     def timeouts(self) -> Timeouts:
-        """The run's waits: the kit's one timeout configuration (`conformance.http.Timeouts`)."""
+        """The run's waits: the kit's one timeout configuration (`conformance.wire.Timeouts`)."""
         return Timeouts(self.request_timeout_s, answer=self.answer_budget_s)
 
     @property

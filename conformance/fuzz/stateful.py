@@ -9,13 +9,13 @@ from typing import Any, cast
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
-from ..outputs import lean
-from ..plans import Plan, plans_for, stream_deadline
-from ..proof import bound_proof
-from ..timeline import completed_in, ids_for
-from .checks import RawBody, framing_problem, stream_payloads
-from .engine import Fuzzer
-from .inflight import Outcome, stream_then_abort
+from conformance.fuzz.abort_stream import Outcome, stream_then_abort
+from conformance.fuzz.engine import Fuzzer
+from conformance.fuzz.oracles import RawBody, framing_problem, stream_payloads
+from conformance.inflight.plans import Plan, plans_for, stream_deadline
+from conformance.inflight.proof import bound_proof
+from conformance.inflight.timeline import completed_in, ids_for
+from conformance.tito.outputs import lean
 
 GROUP = "stateful"
 

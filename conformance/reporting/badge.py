@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
-from ..levels import FAILED, INCOMPLETE, PASSED, REACHED
-from .matrix import Column
+from conformance.reporting.matrix import Column
+from conformance.verdicts.levels import FAILED, INCOMPLETE, PASSED, REACHED
 
 LABEL = "TITO"
 GREEN, YELLOW, RED, GREY = "#4c1", "#dfb317", "#e05d44", "#9f9f9f"

@@ -12,7 +12,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from html import escape
 
-from .matrix import LIMIT_KEYS, Cell, Column, Group, Matrix, Row, limit_text
+from conformance.reporting.matrix import LIMIT_KEYS, Cell, Column, Group, Matrix, Row, limit_text
 
 TITLE = "TITO compatibility matrix"
 STATUS_ORDER = ("fail", "error", "warn", "skip", "pass", "none")

@@ -11,8 +11,8 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from ..levels import level_of
-from ..results import Report, RequirementResult
+from conformance.verdicts.levels import level_of
+from conformance.verdicts.results import Report, RequirementResult
 
 SCHEMA_FILE = "report.schema.json"
 
@@ -59,7 +59,7 @@ def to_dict(report: Report) -> dict[str, Any]:
 
 def _documents() -> dict[str, str]:
     """The hashes and the OpenAPI version of the documents this kit judges by."""
-    from .provenance import provenance
+    from conformance.reporting.provenance import provenance
 
     keys = ("document_sha256", "openapi_version", "openapi_sha256")
     return {k: v for k, v in provenance().items() if k in keys}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ..results import Report, Status
+from conformance.verdicts.results import Report, Status
 
 
 def to_xml(reports: list[Report]) -> ET.Element:

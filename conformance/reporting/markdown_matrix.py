@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from html import escape
 
-from .matrix import LIMIT_KEYS, Cell, Column, Matrix, limit_text
+from conformance.reporting.matrix import LIMIT_KEYS, Cell, Column, Matrix, limit_text
 
 TITLE = "TITO compatibility matrix"
 _SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~&])")

@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..levels import describe
-from ..product import product_text
-from ..requirements import Feature, by_id
+from conformance.product import product_text
+from conformance.requirements import Feature, by_id
+from conformance.verdicts.levels import describe
 
 # What a cell can say. `warn` is a failed SHOULD/MAY (it does not fail a run); `none`: the
 # report has no result for this requirement (an older kit, or a run narrowed with -k).

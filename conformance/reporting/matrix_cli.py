@@ -55,10 +55,10 @@ def expand(paths: list[Path]) -> list[Path]:
 
 def run(args: argparse.Namespace) -> int:
     # imported here: building `tito-conformance`'s parser must stay cheap for every command
-    from .. import __version__
-    from . import badge, html_matrix, markdown_matrix, surfaces
-    from .matrix import build
-    from .matrix_load import ReportFileError, load
+    from conformance import __version__
+    from conformance.reporting import badge, html_matrix, markdown_matrix, surfaces
+    from conformance.reporting.matrix import build
+    from conformance.reporting.matrix_load import ReportFileError, load
 
     if args.html is None and args.markdown is None and args.badge is None:
         return _error("nothing to write: give --html PATH and/or --markdown PATH (or --badge PATH)")

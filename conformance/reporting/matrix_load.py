@@ -15,7 +15,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from .json_report import schema
+from conformance.reporting.json_report import schema
 
 MAX_MESSAGE = 300
 

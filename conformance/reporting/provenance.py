@@ -12,8 +12,8 @@ import hashlib
 from functools import cache
 from typing import Any
 
-from .. import __version__
-from ..document import SPEC_VERSION, document_text
+from conformance import __version__
+from conformance.document import SPEC_VERSION, document_text
 
 
 @cache

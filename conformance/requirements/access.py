@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from .model import MUST, SCHEMA_CHECKS, SHOULD, Feature, Requirement, Source, fuzz
+from conformance.requirements.model import (
+    MUST,
+    SCHEMA_CHECKS,
+    SHOULD,
+    Feature,
+    Requirement,
+    Source,
+    fuzz,
+)
 
 A = Feature.API_KEY
 D = Feature.DP_RANK

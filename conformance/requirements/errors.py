@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from .model import MUST, SCHEMA_CHECKS, SERVING_PROFILES, SHOULD, Feature, Requirement, Source, fuzz
+from conformance.requirements.model import (
+    MUST,
+    SCHEMA_CHECKS,
+    SERVING_PROFILES,
+    SHOULD,
+    Feature,
+    Requirement,
+    Source,
+    fuzz,
+)
 
 F = Feature.ERRORS
 

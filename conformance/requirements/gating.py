@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from .model import GATED_OPERATIONS, MUST, SHOULD, Feature, Requirement, Source, fuzz
+from conformance.requirements.model import (
+    GATED_OPERATIONS,
+    MUST,
+    SHOULD,
+    Feature,
+    Requirement,
+    Source,
+    fuzz,
+)
 
 D = Feature.DISABLED
 T = Feature.TOKENS_ONLY

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import MUST, SHOULD, Feature, Requirement, Source
+from conformance.requirements.model import MUST, SHOULD, Feature, Requirement, Source
 
 F = Feature.LOGPROBS
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from ..proof import Proof
+
+class Proof(StrEnum):
+    """What an in-flight FAIL may rest on (`conformance.inflight.proof` says how each is met)."""
+
+    STATEMENT = "statement"  # the server's own finish reason, error or spans
+    ENGINE = "engine state"  # the engines' counters, read after the action was answered
+    BOUND = "bound"  # could not have ended before the action arrived (fastest completion)
 
 
 class Level(StrEnum):

@@ -11,12 +11,12 @@ that shows or claims one must do it as the release does. Their words are the rel
 (`tito-conformance drift --vllm-version 0.34.0` caches it).
 
 They belong to the text mode's feature (derender is the text level, parsed) and to the
-`derender-mode` and `parse-context` groups of `conformance.levels`.
+`derender-mode` and `parse-context` groups of `conformance.verdicts.levels`.
 """
 
 from __future__ import annotations
 
-from .model import MUST, Feature, Requirement, Source
+from conformance.requirements.model import MUST, Feature, Requirement, Source
 
 F = Feature.TEXT
 PROTOCOL = "vllm/entrypoints/scale_out/token_in_token_out/protocol.py"

@@ -11,8 +11,7 @@ checks read the engines directly to tell the router's doing from an engine's.
 
 from __future__ import annotations
 
-from ..proof import Proof
-from .model import MUST, SHOULD, Feature, Requirement, Source
+from conformance.requirements.model import MUST, SHOULD, Feature, Proof, Requirement, Source
 
 F = Feature.ROUTER
 ROUTED = ("router", "generate")

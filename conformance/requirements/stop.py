@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import MUST, Feature, Requirement
+from conformance.requirements.model import MUST, Feature, Requirement
 
 F = Feature.STOP
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import MUST, SHOULD, Feature, Requirement, Source, fuzz
+from conformance.requirements.model import MUST, SHOULD, Feature, Requirement, Source, fuzz
 
 F = Feature.STREAMING
 

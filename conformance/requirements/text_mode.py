@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import MAY, MUST, Feature, Requirement
+from conformance.requirements.model import MAY, MUST, Feature, Requirement
 
 F = Feature.TEXT
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from ..proof import Proof
-from .model import MUST, Feature, Requirement, fuzz
+from conformance.requirements.model import MUST, Feature, Proof, Requirement, fuzz
 
 F = Feature.WEIGHT_VERSIONS
 

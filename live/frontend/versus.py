@@ -28,8 +28,8 @@ from pathlib import Path
 
 import yaml
 
-from conformance.http import DEFAULT_TIMEOUT_S
 from conformance.profiles import MAIN_PROFILES
+from conformance.wire import DEFAULT_TIMEOUT_S
 from loopback.ports import free_port
 from loopback.timeouts import DIFF_RUN_S, FRONTEND_START_S
 

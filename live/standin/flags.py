@@ -1,11 +1,11 @@
 """`vllm serve`'s flags, as far as the live run passes them, and the mock's flag for each.
 
 The one place the stand-in's mapping is spelled. The mock takes vLLM's names with vLLM's
-meanings (`mock_server/config.py`), so most flags keep their name; what the table adds is which
-flags the GPU path may pass at all: any other flag is a usage error (exit 2), never ignored,
-because it means the GPU path changed and the stand-in must learn the flag. The profiles' flags
-are not listed per profile: every flag of `conformance.profiles` is a row here, and the mock's
-pace knob (`MOCK_KNOBS`) is added, as the embedded mock run adds it.
+meanings (`mock_server/behaviour/config.py`), so most flags keep their name; what the table
+adds is which flags the GPU path may pass at all: any other flag is a usage error (exit 2),
+never ignored, because it means the GPU path changed and the stand-in must learn the flag. The
+profiles' flags are not listed per profile: every flag of `conformance.profiles` is a row
+here, and the mock's pace knob (`MOCK_KNOBS`) is added, as the embedded mock run adds it.
 """
 
 from __future__ import annotations

@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from mock_server.endpoints import mock_stats
+
 Headers = list[tuple[bytes, bytes]]
 
 GENERATE = "/inference/v1/generate"
@@ -24,7 +26,7 @@ FINISH_WEIGHTS = "/finish_weight_update"
 BROADCAST = frozenset({ABORT, LEGACY_ABORT, UPDATE_WEIGHTS, FINISH_WEIGHTS})
 """POSTs every engine must see: an abort must reach the engine that runs the request, and a
 weight label applies fleet-wide."""
-FIRST_ENGINE = frozenset({"/weight_info", "/mock/stats", "/metrics"})
+FIRST_ENGINE = frozenset({"/weight_info", mock_stats.PATH, "/metrics"})
 """GETs answered by the first engine, so they leave the round-robin counter alone."""
 
 

@@ -1,11 +1,18 @@
-"""Output defects as named transformers of a correct answer (see `registry`).
+"""Output defects as named transformers of a correct answer (see `transformers`).
 
 Importing the package registers every transformer; the mock calls the `apply*` functions at
 one place per kind of answer.
 """
 
-from mock_server.transforms import answers, derender_mode, partial, releases, statuses, streams
-from mock_server.transforms.registry import (
+from mock_server.transforms import (
+    answer_rewrites,
+    extensions,
+    older_releases,
+    partial,
+    statuses,
+    streams,
+)
+from mock_server.transforms.transformers import (
     Context,
     active,
     apply,
@@ -18,15 +25,15 @@ from mock_server.transforms.registry import (
 __all__ = [
     "Context",
     "active",
-    "answers",
-    "derender_mode",
+    "answer_rewrites",
+    "extensions",
     "partial",
     "apply",
     "apply_frame",
     "apply_status",
     "apply_wire",
     "registered",
-    "releases",
+    "older_releases",
     "statuses",
     "streams",
 ]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from mock_server.transforms.answers import _choices, _entries
-from mock_server.transforms.registry import Context, Json, transformer
+from mock_server.transforms.answer_rewrites import _choices, _entries
+from mock_server.transforms.transformers import Context, Json, transformer
 
 
 def _items(obj: Json) -> Iterator[Json]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mock_server.transforms.registry import Json, transformer
+from mock_server.transforms.transformers import Json, transformer
 
 GARBAGE = b'<html>502 upstream hiccup</html>{"choices":'
 

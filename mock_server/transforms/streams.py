@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mock_server.fields import routed_experts, weight_spans
-from mock_server.sequence import Sequence
-from mock_server.transforms.registry import Context, Json, key_dropper, transformer
+from mock_server.engine.fields import routed_experts, weight_spans
+from mock_server.engine.sequence import Sequence
+from mock_server.transforms.transformers import Context, Json, key_dropper, transformer
 
 
 def _pairs(chunk: Json, ctx: Context) -> list[tuple[Json, Sequence]]:

@@ -12,7 +12,6 @@ The validate slot (`Policies.validate.rules`) holds the names of the rows in for
 policy removes a row, or swaps in one that is off by default (`OPTIONAL`).
 """
 
-from mock_server.errors import ApiError, bad_request, param_error
 from mock_server.validation.checks import (
     MAX_N,
     MSGPACK_INT,
@@ -49,6 +48,7 @@ from mock_server.validation.checks import (
 )
 from mock_server.validation.subject import Check, Rule, Subject
 from mock_server.validation.subject import engine_error as _engine
+from mock_server.wire.errors import ApiError, bad_request, param_error
 
 
 def _s(name: str, field: str, vllm: str, check: Check) -> Rule:

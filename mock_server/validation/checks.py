@@ -6,9 +6,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from mock_server.errors import ApiError, bad_request, param_error
 from mock_server.validation.subject import Check, Subject
 from mock_server.validation.subject import engine_error as _engine
+from mock_server.wire.errors import ApiError, bad_request, param_error
 
 MAX_N = 16384  # VLLM_MAX_N_SEQUENCES' default
 MAX_LOGPROB_TOKEN_IDS = 128

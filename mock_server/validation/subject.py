@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mock_server.errors import ApiError
+from mock_server.wire.errors import ApiError
 
 
 @dataclass

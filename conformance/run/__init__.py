@@ -1,0 +1,1 @@
+"""One run of the suite: the pytest side, modules side by side, the embedded mock."""

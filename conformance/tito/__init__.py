@@ -1,0 +1,1 @@
+"""The API's model: answers as the suite reads them, and what no schema can say."""

@@ -1,0 +1,1 @@
+"""Answer bodies and stream chunks, framed exactly as vLLM sends them."""

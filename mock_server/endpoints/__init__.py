@@ -1,0 +1,1 @@
+"""The TITO endpoints: generate, abort, dev mode, pause, metrics."""

@@ -1,0 +1,1 @@
+"""Reading a request the way vLLM's pydantic models and checks do."""

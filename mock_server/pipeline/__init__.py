@@ -1,0 +1,1 @@
+"""Render -> generate -> derender: the OpenAI-compatible front and the tokenizer endpoints."""

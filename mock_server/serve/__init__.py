@@ -1,0 +1,1 @@
+"""Serving the mock: the ASGI app, its middleware, uvicorn on loopback."""
