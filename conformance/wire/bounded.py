@@ -1,4 +1,11 @@
-"""The kit's one SSE decoder (httpx-sse), for bytes read whole or as they arrive."""
+"""What a sender reads back, bounded in time and size: a whole `Reply`, or a `Stream` (sync) /
+`AsyncStream` read as it arrives, its events decoded by httpx-sse, the kit's one SSE decoder
+(for bytes read whole or as they arrive).
+
+A server under test may hang, send garbage, close a stream early or never end it. Every way a
+server can break the transport becomes `ServerBroke`, an AssertionError, so pytest reports it as a
+failure of the check with a readable message; the suite itself never hangs or crashes.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +22,7 @@ from httpx_sse import EventSource, ServerSentEvent, SSEError
 
 from conformance.wire.exchange import Exchange
 
-# ---------------------------------------- sse
+# ---------------------------------------- SSE, decoded by httpx-sse
 
 _ENDS = (b"\r\n\r\n", b"\n\n", b"\r\r")
 
@@ -54,7 +61,7 @@ class EventReader:
         return sse_data(done)
 
 
-# ---------------------------------------- bounded
+# ---------------------------------------- answers, bounded
 
 MAX_BODY = 8 * 1024 * 1024
 MAX_EVENTS = 20_000

@@ -1,11 +1,12 @@
-"""No credential in any output: the one rule every record of a run is written through.
+"""A record of one HTTP exchange (what was sent, what came back, and how to replay it), and
+the one rule every record of a run is written through: no credential in any output.
 
 The kit learns a key once, where it spells the header that carries it (`sender.auth_header`),
 and every record an output is made from (a check's message and reproducer, `results.CheckResult`;
 a fuzz finding's curl and message, `fuzz.findings.Finding`) is redacted when it is made. So the
 JSON report, JUnit, the terminal, the HTML/Markdown matrix (rendered from the JSON), the fuzz
 summary and the live gate's lines all say `$TITO_API_KEY` where the key was, as the suite's own
-curl reproducers always have (`exchange.Exchange.curl`).
+curl reproducers always have (`Exchange.curl`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import shlex
 import threading
 from dataclasses import dataclass, field
 
-# ---------------------------------------- credentials
+# ---------------------------------------- no credential in any output
 
 PLACEHOLDER = "$TITO_API_KEY"
 HEADER = f'"Authorization: Bearer {PLACEHOLDER}"'
@@ -58,7 +59,7 @@ def redact(text: str) -> str:
     return text
 
 
-# ---------------------------------------- exchange
+# ---------------------------------------- one exchange
 
 SNIPPET = 600
 SECRET_HEADERS = ("authorization",)
