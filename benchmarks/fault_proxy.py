@@ -12,7 +12,6 @@ knows which faults can fire at all.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from contextlib import contextmanager
 from typing import Any
@@ -31,6 +30,7 @@ from benchmarks.fault_catalogue import (
     operation_path,
 )
 from loopback.connections import end_to_end
+from loopback.in_process import in_thread
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -301,21 +301,8 @@ def serve(app: Any) -> Iterator[str]:
         server_header=False,  # the upstream's own server and date headers pass through
         date_header=False,
     )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="fault-proxy", daemon=True)
-    thread.start()
-    for _ in range(2000):
-        if server.started or not thread.is_alive():
-            break
-        threading.Event().wait(0.005)
-    if not server.started:
-        raise RuntimeError("the fault proxy did not start")
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    with in_thread(config, "the fault proxy") as url:
+        yield url
 
 
 @contextmanager

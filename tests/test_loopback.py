@@ -228,3 +228,43 @@ def test_the_router_command_line_has_a_metrics_port_of_its_own() -> None:
     assert "--api-key" not in argv
     keyed = vllm_router.command_line("vr", ["http://a"], 1, api_key="k", extra=["--x"])
     assert keyed[-3:] == ["--api-key", "k", "--x"]
+
+
+# ------------------------------------------------------------------ a server in this process
+
+
+async def _hello(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] != "http":
+        return
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"hello"})
+
+
+def _config(port: int) -> Any:
+    import uvicorn
+
+    return uvicorn.Config(_hello, host="127.0.0.1", port=port, log_level="critical", lifespan="off")
+
+
+def test_in_thread_serves_then_closes_its_socket() -> None:
+    from loopback.in_process import in_thread
+
+    with in_thread(_config(0), "hello") as url:
+        assert httpx.get(url, timeout=5).text == "hello"
+        port = int(url.rsplit(":", 1)[1])
+    assert is_free(port)
+
+
+# uvicorn ends its thread with SystemExit when it cannot bind: that is the case under test
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_in_thread_that_cannot_bind_says_so_at_once() -> None:
+    from loopback.in_process import in_thread
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        start = time.monotonic()
+        with pytest.raises(RuntimeError, match="did not start"), in_thread(_config(port), "x"):
+            pass
+        assert time.monotonic() - start < 5  # the thread ended: no wait for the deadline

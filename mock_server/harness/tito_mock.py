@@ -16,13 +16,13 @@ from typing import Any, TypedDict
 import httpx
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+from loopback.in_process import listening
 from loopback.timeouts import IN_PROCESS_POLL_S, IN_PROCESS_S
 from mock_server.behaviour.config import MockConfig, parse_args
 from mock_server.behaviour.defects import DEFECTS
 from mock_server.endpoints.mock_stats import read_stats
 from mock_server.engine.core import Engine
 from mock_server.serve.app import create_app
-from mock_server.serve.listening import listening
 from openapi.asgi_transport import AsyncStreamingTransport, StreamingTransport
 
 DEFAULT_FLAGS = ("--enable-scale-out",)

@@ -8,16 +8,13 @@ without uvicorn's traceback: that is the instrument working, not failing.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from loopback.timeouts import IN_PROCESS_POLL_S, IN_PROCESS_S, SHUTDOWN_GRACE_S
+from loopback.in_process import in_thread
+from loopback.timeouts import SHUTDOWN_GRACE_S
 from mock_server.router.proxy import UpstreamBroken
-from mock_server.serve.listening import listening
-
-START_TIMEOUT = 10.0
 
 
 class _QuietBreaks(logging.Filter):
@@ -53,18 +50,5 @@ def server_config(app: Any, host: str, port: int, log_level: str = "warning") ->
 @contextmanager
 def serving(app: Any, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
     """`app` served by uvicorn in a daemon thread; yields its base URL (port 0: a free one)."""
-    import uvicorn
-
-    server = uvicorn.Server(server_config(app, host, port))
-    thread = threading.Thread(target=server.run, name="tito-router", daemon=True)
-    thread.start()
-    ready = threading.Event()
-    for _ in range(int(START_TIMEOUT / 0.005)):
-        if server.started or not thread.is_alive():
-            break
-        ready.wait(IN_PROCESS_POLL_S)
-    if not server.started:
-        server.should_exit = True
-        raise RuntimeError(f"the kit's router did not start on {host}:{port}")
-    with listening(server, host, lambda: thread.join(IN_PROCESS_S)) as url:
+    with in_thread(server_config(app, host, port), "the kit's router") as url:
         yield url

@@ -1,1 +1,1 @@
-"""Serving the mock: the ASGI app, its middleware, uvicorn on loopback."""
+"""Serving the mock: the ASGI app, its middleware and its hot route."""
