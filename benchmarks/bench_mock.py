@@ -36,6 +36,7 @@ from loadgen import Load, ensure_wrk, run_wrk
 from loopback.ports import free_port
 from loopback.processes import start_session, stop_session
 from loopback.readiness import NotReady, wait_ready
+from mock_server.endpoints import mock_stats
 
 HERE = Path(__file__).resolve().parent
 PROMPT = [151644, 872, 198]
@@ -131,7 +132,7 @@ async def open_streams(url: str, n: int, pid: int) -> float:
 
         tasks = [asyncio.create_task(one()) for _ in range(n)]
         await asyncio.wait_for(started.wait(), 60)
-        stats = (await client.get(f"{url}/mock/stats")).json()
+        stats = (await client.get(url + mock_stats.PATH)).json()
         rss = rss_mb(pid)
         hold.set()
         for task in tasks:
