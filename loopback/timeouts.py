@@ -89,8 +89,8 @@ FRONTEND_START_S = 600.0
 """A vLLM release's own server over the simulated core: its start imports a whole release (one
 to three minutes on two busy cores) and may share the cores with another server's start."""
 MOCK_START_S = 30.0
-"""The mock started beside a real vLLM (the fidelity diff's candidate): seconds alone, more on
-cores the real server keeps busy."""
+"""A mock process's start until /health (the embedded mock, a fleet's engines, the fidelity
+diff's candidate beside a real vLLM): seconds alone, more on busy cores."""
 DIFF_RUN_S = 900.0
 """One `tito-conformance diff` process against a real vLLM: the corpus's long cases at a real
 server's pace (twice this where both sides are real servers)."""

@@ -26,12 +26,12 @@ from loopback import vllm_router
 from loopback.ports import free_port
 from loopback.processes import signal_session, start_session, stop_session
 from loopback.readiness import ExitedBeforeReady, NotReady, wait_ready
-from loopback.timeouts import LOCAL_READ_S, REAP_S
+from loopback.timeouts import LOCAL_READ_S, MOCK_START_S, REAP_S
 from mock_server.endpoints.mock_stats import read_stats
 from mock_server.harness.tito_mock import MockOptions, MockSettings
 
 ROUTERS = ("auto", "kit", "vllm-router")
-START_TIMEOUT = 30.0
+START_TIMEOUT = MOCK_START_S  # engines and router alike: mock-sized starts on loopback
 
 
 class FleetError(RuntimeError):
