@@ -11,6 +11,7 @@ except PackageNotFoundError:  # run from a source tree that was never installed
 LAYERS = (
     "",
     "requirements",
+    "outcomes",
     "document",
     "profiles",
     "product",

@@ -76,8 +76,9 @@ from conformance.inflight.timeline import (
     ids_for,
     token_count,
 )
+from conformance.outcomes import Inconclusive, OutOfReach
 from conformance.requirements import by_id
-from conformance.session import LIMIT_PREFIX, Session
+from conformance.session import Session
 from conformance.wire import Reply, ServerBroke, is_event_stream
 from conformance.wire.bounded import PastDeadline
 
@@ -115,18 +116,6 @@ __all__ = [
     "token_count",
     "whole_with",
 ]
-
-
-class Inconclusive(Exception):  # noqa: N818 - a verdict, not a failure of the server
-    """The check could not exercise its requirement on this server: an error, never a fail."""
-
-
-class OutOfReach(Inconclusive):
-    """No plan could make the action provably overlap the request (the whole request ends
-    faster than one round trip): a skip of kind `limit` naming the measured times."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(f"{LIMIT_PREFIX} {message}")
 
 
 def sizes(s: Session) -> list[int]:

@@ -3,29 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
+from conformance.outcomes import SkipKind, Status
 from conformance.requirements import Level, Requirement
 from conformance.wire.exchange import redact
-
-
-class SkipKind(StrEnum):
-    """Why a requirement was not exercised: reported apart, since only one is the server's gap."""
-
-    NONE = ""
-    ABSENT = "absent"  # the feature is not there (detected absent, or not applicable)
-    LIMIT = "limit"  # the server's configuration (max_num_seqs, max_logprobs, context) forbids it
-    BLOCKED = "blocked"  # a requirement it builds on failed (generate itself does not work)
-
-
-class Status(StrEnum):
-    """Per check and per requirement. Skip never counts as pass."""
-
-    PASS = "pass"
-    FAIL = "fail"
-    SKIP = "skip"
-    ERROR = "error"  # the harness itself broke
 
 
 @dataclass
