@@ -15,6 +15,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import pytest
@@ -458,19 +459,26 @@ def _echo_passes(s: Session) -> str | None:
     return None
 
 
-ROUTED_GROUNDS: dict[str, tuple[str, ...]] = {
-    "ROUTER-001": ("ABORT-002", "ABORT-003", "ABORT-004"),
-    "ROUTER-002": ("ABORT-007",),
-    "ROUTER-005": ("DP-001", "DP-002", "DP-003"),
-    "ROUTER-006": ("GEN-RESP-004", "GEN-RESP-005", "GEN-RESP-006"),
-    "ROUTER-007": ("TEXT-005", "TEXT-006", "TEXT-007", "GEN-REQ-010"),
-    "ROUTER-009": tuple(
-        r.id
-        for r in all_requirements()
-        if r.id == "ERR-002" or ((r.expected_status or 0) >= 400 and not r.id.startswith("ROUTER-"))
-    ),
-    "ROUTER-011": ("WV-007", "WV-009"),
-}
+@cache
+def routed_duties() -> dict[str, tuple[str, ...]]:
+    """Behind a router, the router's duty each requirement's evidence passes through (read
+    when first asked: the catalogue is loaded then, never at import)."""
+    return {
+        "ROUTER-001": ("ABORT-002", "ABORT-003", "ABORT-004"),
+        "ROUTER-002": ("ABORT-007",),
+        "ROUTER-005": ("DP-001", "DP-002", "DP-003"),
+        "ROUTER-006": ("GEN-RESP-004", "GEN-RESP-005", "GEN-RESP-006"),
+        "ROUTER-007": ("TEXT-005", "TEXT-006", "TEXT-007", "GEN-REQ-010"),
+        "ROUTER-009": tuple(
+            r.id
+            for r in all_requirements()
+            if r.id == "ERR-002"
+            or ((r.expected_status or 0) >= 400 and not r.id.startswith("ROUTER-"))
+        ),
+        "ROUTER-011": ("WV-007", "WV-009"),
+    }
+
+
 """Behind a router, the router's duty each requirement's evidence passes through: an abort
 that reaches no engine ends no request (ROUTER-001, -002), a rank header, request id or echo
 the router drops is no engine's doing (ROUTER-005, -006, -007), an engine's rejection the
@@ -481,14 +489,14 @@ through `fuzz.merge`). Where the duty holds, they judge as on one server."""
 
 
 def routed(s: Session, ids: tuple[str, ...]) -> tuple[str, ...]:
-    """The router duties `ids` stand on (`ROUTED_GROUNDS`), where the run knows its engines."""
+    """The router duties `ids` stand on (`routed_duties`), where the run knows its engines."""
     if not s.features.engines:
         return ()
     return routed_grounds(ids)
 
 
 def routed_grounds(ids: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(d for d, over in ROUTED_GROUNDS.items() if set(ids) & set(over))
+    return tuple(d for d, over in routed_duties().items() if set(ids) & set(over))
 
 
 def _gated(s: Session) -> str | None:
@@ -607,8 +615,12 @@ PROBES: dict[str, Probe] = {
     "text-deltas": _text_deltas,
 }
 """Every foundation probe, by the name a requirement's `ground` gives."""
-FOUNDATIONS: dict[str, Probe] = {r.id: PROBES[r.ground] for r in all_requirements() if r.ground}
-"""Requirement ID -> the probe that shows its ground broken."""
+
+
+@cache
+def foundations() -> dict[str, Probe]:
+    """Requirement ID -> the probe that shows its ground broken."""
+    return {r.id: PROBES[r.ground] for r in all_requirements() if r.ground}
 
 
 def broken(s: Session, rid: str) -> str | None:
@@ -616,7 +628,7 @@ def broken(s: Session, rid: str) -> str | None:
 
     def probe() -> str | None:
         try:
-            return FOUNDATIONS[rid](s)
+            return foundations()[rid](s)
         except (AssertionError, pytest.skip.Exception, pytest.fail.Exception):
             return None  # the probe could not run: nothing is shown broken
         except UNREADABLE_ERRORS as exc:
@@ -660,7 +672,7 @@ def _deepest(s: Session, rid: str, seen: frozenset[str]) -> tuple[str, str] | No
     """`rid` and what is broken under it, or, when its own probe trips on a broken ground of
     its own checks, that ground (deepest first): a blocked check names a requirement that
     fails, not one that is itself blocked."""
-    if rid not in FOUNDATIONS:
+    if rid not in foundations():
         return None
     why = broken(s, rid)
     if why is None:
