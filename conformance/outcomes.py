@@ -43,7 +43,7 @@ class SkipKind(StrEnum):
     BLOCKED = "blocked"  # a requirement it builds on fails (named in `blocked_by`)
 
 
-class Skip(pytest.skip.Exception):  # type: ignore[misc,name-defined]
+class Skip(pytest.skip.Exception):  # type: ignore[name-defined]
     """The check did not judge its requirement; `kind` says why, `reason` says it to people."""
 
     kind = SkipKind.ABSENT

@@ -92,6 +92,6 @@ def test_checks_declare_what_they_need() -> None:
             if not name.startswith("test_") or not callable(fn):
                 continue
             source = inspect.getsource(fn)
-            assert "tito.need(" not in source and "tito.need_n(" not in source, name
+            assert "gate.need(" not in source and "gate.need_n(" not in source, name
             if name != "test_minimal_generate":  # GEN-001 judges a broken generate itself
                 assert needs_of(fn).features, f"{name} declares no needs"

@@ -99,7 +99,7 @@ def test_tokens_only_without_abort_route_fails_abort() -> None:
     for rid in ids[1:]:
         result = report.result(rid)
         assert result.status is Status.SKIP and result.skip_kind is SkipKind.BLOCKED, rid
-        assert "answered 404 (ABORT-001)" in result.reason, result.reason
+        assert result.blocked_by == "ABORT-001" and "answered 404" in result.reason, result
 
 
 def test_any_signal_shows_a_feature() -> None:

@@ -120,6 +120,7 @@ def test_json_report_validates(tmp_path: Path) -> None:
         "status",
         "reason",
         "skip_kind",
+        "blocked_by",
         "attribution",
         "checks",
     }

@@ -5,8 +5,8 @@ Reports are built by hand here (no server): the suite's verdicts, then the fuzz'
 
 from __future__ import annotations
 
-from conformance.fuzz.findings import STREAMED
 from conformance.fuzz.merge import merge
+from conformance.grounds.verdict import STREAMED
 from conformance.requirements import by_id
 from conformance.verdicts.results import CheckResult, Report, ServerInfo, SkipKind, Status, decide
 
@@ -56,7 +56,7 @@ def test_behind_a_router_that_rewrites_errors_the_error_findings_are_its() -> No
     assert got["ERR-003"] is Status.PASS  # its suite check passed; the finding is blocked
     assert got["ERR-005"] is Status.SKIP
     blocked = suite.result("ERR-005").checks[0]
-    assert blocked.skip_kind is SkipKind.BLOCKED and "(ROUTER-009)" in blocked.message
+    assert blocked.skip_kind is SkipKind.BLOCKED and blocked.blocked_by == "ROUTER-009"
     assert FOUND in blocked.message  # the finding stays shown
 
 
@@ -70,7 +70,9 @@ def test_without_engines_or_a_failing_duty_the_findings_fail() -> None:
 def test_a_finding_is_held_to_its_checks_grounds_and_to_their_blocks() -> None:
     suite = report({"STREAM-001": failed("Content-Type is application/json")})
     assert folded(suite, {"STREAM-002": [fuzz_fail()]})["STREAM-002"] is Status.SKIP  # builds_on
-    blocked = CheckResult("t", Status.SKIP, "blocked: x (GEN-RESP-003)", skip_kind=SkipKind.BLOCKED)
+    blocked = CheckResult(
+        "t", Status.SKIP, "x", skip_kind=SkipKind.BLOCKED, blocked_by="GEN-RESP-003"
+    )
     suite = report({"GEN-RESP-003": failed(), "LOGP-002": [blocked]})
     assert folded(suite, {"LOGP-002": [fuzz_fail()]})["LOGP-002"] is Status.SKIP
 

@@ -38,7 +38,7 @@ def test_a_schemathesis_curl_says_the_variable_as_the_suite_does() -> None:
 
 
 def test_a_short_key_is_redacted_where_it_is_sent_only() -> None:
-    credentials.remember("K1")
+    credentials.conceal("K1")
     assert redact("-H 'authorization: bearer K1'") == f'-H "Authorization: Bearer {PLACEHOLDER}"'
     assert redact("Bearer K1, then Bearer K12") == f"Bearer {PLACEHOLDER}, then Bearer K12"
     assert redact("K1 is also a word") == "K1 is also a word"  # too short to tell from words

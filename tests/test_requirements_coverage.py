@@ -124,13 +124,13 @@ def test_requirements_and_the_defect_catalogue_agree() -> None:
 
 def test_the_map_lives_in_the_requirements() -> None:
     """The anchors, foundations and fuzz filing are read from the catalogue, not kept beside it."""
-    from conformance import foundations
+    from conformance.grounds import graph, probes
     from conformance.server import features
 
     assert {r.anchor: r.id for r in all_requirements() if r.anchor} == features.ANCHORS
     grounds = {r.ground for r in all_requirements() if r.ground}
-    assert grounds == set(foundations.PROBES)  # every probe grounds a requirement, and back
-    assert set(foundations.foundations()) == {r.id for r in all_requirements() if r.ground}
+    assert grounds == set(probes.PROBES)  # every probe grounds a requirement, and back
+    assert set(graph.foundations()) == {r.id for r in all_requirements() if r.ground}
     assert all(r.fuzz or r.id not in FUZZ_COVERS or r.sequences for r in all_requirements())
     orders = [rule.order for r in all_requirements() for rule in r.fuzz]
     assert min(orders) > 0 and len(set(orders)) >= 10

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from conformance import api
-from conformance.foundations import broken, builds_on
+from conformance.grounds import broken, builds_on
 from conformance.inflight.attempts import (
     MIN_GAP_S,
     Outcome,
@@ -19,8 +17,9 @@ from conformance.inflight.attempts import (
     stream_with,
     whole_with,
 )
+from conformance.outcomes import Absent, Blocked
 from conformance.registry import checks
-from conformance.session import BLOCKED_PREFIX, Session
+from conformance.session import Session
 from conformance.tito.semantics import check_spans, fail
 from conformance.wire import Reply
 
@@ -61,7 +60,7 @@ def judge_abort_landed(s: Session, line: Timeline, outcome: Outcome, what: str) 
 def landed_or_skip(line: Timeline, outcome: Outcome) -> None:
     """What comes after an abort can only be judged where the abort landed (ABORT-002's)."""
     if outcome is not Outcome.LANDED:
-        pytest.skip(f"not applicable: the abort did not land ({outcome}; judged by ABORT-002)")
+        raise Absent(f"not applicable: the abort did not land ({outcome}; judged by ABORT-002)")
 
 
 @checks("ABORT-001", needs=("generate",))
@@ -162,7 +161,7 @@ def test_abort_keeps_partial_output(tito: Session) -> None:
         try:
             line, outcome = aborted_whole(tito, shares, queue=False)  # it must have run
         except AssertionError as exc:  # the abort itself broke: ABORT-003 says how
-            pytest.skip(f"{BLOCKED_PREFIX} aborting a non-streamed request: {exc} (ABORT-003)")
+            raise Blocked("ABORT-003", f"aborting a non-streamed request: {exc}") from exc
         landed_or_skip(line, outcome)
         if line.tokens:
             return

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from conformance import api
-from conformance.foundations import builds_on
+from conformance.grounds import builds_on
 from conformance.registry import checks
 from conformance.server.dp_rank import HEADER as RANK
 from conformance.session import Session

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from conformance import api, foundations
-from conformance.foundations import builds_on, ids_disowned
+from conformance import api
+from conformance.grounds import TEXT_GROUND, builds_on, gate
+from conformance.grounds.probes import finish_broken, ids_disowned, text_answer, usage_broken
 from conformance.registry import checks
 from conformance.session import Session
 from conformance.tito.outputs import FLAG_OUTPUTS
@@ -17,7 +18,7 @@ def basic(s: Session) -> dict:
 
 @checks("GEN-001")
 def test_minimal_generate(tito: Session) -> None:
-    tito.need_generate(judged_here=True, deciding=("GEN-001",))
+    gate.need_generate(tito, judged_here=True, deciding=("GEN-001",))
     choices = basic(tito).get("choices")
     if not choices:  # the schema lets a list be empty; an answer of no choice returns no ids
         fail(f"a minimal generate (n 1) answered choices {choices!r}: no generated token IDs")
@@ -193,7 +194,7 @@ def test_finish_reason_set(tito: Session) -> None:
     for i, choice in enumerate(choices_of(api.generate(tito, api.seeded(6, n=n)))):
         if choice.get("finish_reason") not in ("stop", "length", "abort"):
             fail(f"choice {i} finish_reason is {choice.get('finish_reason')!r}")
-    why = foundations.finish_broken(tito)  # what the checks of a reason stand on, judged here
+    why = finish_broken(tito)  # what the checks of a reason stand on, judged here
     if why is not None:
         fail(why)
 
@@ -203,9 +204,9 @@ def test_usage_counts(tito: Session) -> None:
     check_usage(basic(tito), len(api.PROMPT))
     check_usage(api.generate(tito, api.seeded(5, n=tito.limits.n(2))), len(api.PROMPT))
     if "text-mode" in tito.features.names():  # text mode counts the same tokens
-        builds_on(tito, foundations.TEXT_GROUND)  # where its answers carry no choices at all
-        check_usage(foundations.text_answer(tito), len(api.PROMPT))
-    why = foundations.usage_broken(tito)  # what the token counts stand on, judged here too
+        builds_on(tito, TEXT_GROUND)  # where its answers carry no choices at all
+        check_usage(text_answer(tito), len(api.PROMPT))
+    why = usage_broken(tito)  # what the token counts stand on, judged here too
     if why is not None:
         fail(why)
 

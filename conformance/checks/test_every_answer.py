@@ -12,12 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
-from conformance import foundations
-from conformance.foundations import builds_on
+from conformance.grounds import TEXT_GROUND, builds_on
+from conformance.outcomes import Absent, Blocked
 from conformance.registry import checks
-from conformance.session import BLOCKED_PREFIX, Session
+from conformance.session import Session
 from conformance.tito import semantics
 from conformance.tito.answers import Answer
 from conformance.tito.semantics import as_bytes, fail
@@ -56,7 +54,7 @@ def _logprobs(
 
 def _judged(count: int) -> None:
     if not count:
-        pytest.skip("no answer of the run was of the kind this rule reads")
+        raise Absent("not applicable: no answer of the run was of the kind this rule reads")
 
 
 @checks("GEN-REQ-008", after_all=True)
@@ -67,7 +65,7 @@ def test_every_answer_has_its_n_choices(tito: Session) -> None:
         got = sorted(index_of(c.get("index", -1)) for c in answer.choices)
         if got != list(range(answer.n)):
             if answer.text_mode:  # text mode's answers may be broken as a whole: TEXT-001's
-                builds_on(tito, foundations.TEXT_GROUND)
+                builds_on(tito, TEXT_GROUND)
             fail(f"{answer.what}: n {answer.n} was asked, the choices are indexed {got}")
     _judged(judged)
 
@@ -115,7 +113,7 @@ def test_every_answer_ranks_its_alternatives(tito: Session) -> None:
         try:
             semantics.check_finite(content, where)
         except AssertionError as exc:  # ranks cannot be read from such values
-            pytest.skip(f"{BLOCKED_PREFIX} {exc} (LOGP-007)")
+            raise Blocked("LOGP-007", str(exc)) from exc
         judged += 1
         semantics.check_ranks(content, where, answer.logprobs or 0)
     _judged(judged)
@@ -255,7 +253,7 @@ def test_every_answer_carries_a_label_it_was_given(tito: Session) -> None:
     can change it. (With them, another client may set any label under any answer, the fuzz
     folded in among them: WV-008's own check judges the label there.)"""
     if tito.features.dev_mode:
-        pytest.skip("not applicable: the dev endpoints let any client change the label")
+        raise Absent("not applicable: the dev endpoints let any client change the label")
     judged = 0
     for answer in tito.answers:
         for choice in answer.choices:

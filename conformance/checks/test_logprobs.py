@@ -5,11 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import pytest
-
 from conformance import api
+from conformance.outcomes import Absent, Blocked, Limit
 from conformance.registry import checks
-from conformance.session import BLOCKED_PREFIX, Session
+from conformance.session import Session
 from conformance.tito import semantics
 from conformance.tito.semantics import choices_of, fail
 
@@ -80,7 +79,7 @@ def test_tokens_mode_entry_keys(tito: Session) -> None:
                         f"token_id and rank, no token or bytes)"
                     )
     if not judged:
-        pytest.skip(f"{BLOCKED_PREFIX} every entry is in the older token_id:<id> form (LOGP-001)")
+        raise Blocked("LOGP-001", "every entry is in the older token_id:<id> form")
 
 
 @checks("LOGP-006")
@@ -89,7 +88,7 @@ def test_ranks_consistent(tito: Session) -> None:
         try:
             semantics.check_finite(content, where)
         except AssertionError as exc:  # ranks cannot be read from such values
-            pytest.skip(f"{BLOCKED_PREFIX} {exc} (LOGP-007)")
+            raise Blocked("LOGP-007", str(exc)) from exc
         semantics.check_ranks(content, where, top_k(tito))
 
 
@@ -216,14 +215,14 @@ def test_prompt_logprobs_are_the_models(tito: Session) -> None:
     generation's two readings (whole and streamed) agree; where they do not, the generation's
     logprobs are what is wrong (LOGP-*, STREAM-003), not the prompt's."""
     if tito.limits.logprobs(1) < 1:
-        pytest.skip("limit: the server allows no alternative logprob to compare")
+        raise Limit("the server allows no alternative logprob to compare", max_logprobs=0)
     at = len(api.PROMPT) - 1
     plp = prompt_logprobs(tito).get("prompt_logprobs")
     position = plp[at] if isinstance(plp, list) and len(plp) > at else None
     step = _greedy_step(tito, text=False)
     there = position.get(str(step.token)) if isinstance(position, dict) else None
     if not isinstance(there, dict):
-        pytest.skip("not applicable: the greedy token is not among the position's entries")
+        raise Absent("not applicable: the greedy token is not among the position's entries")
     value, given = step.agreed("logprob"), there.get("logprob")
     numbers = isinstance(value, (int, float)) and isinstance(given, (int, float))
     if numbers and value <= 0 and abs(given - value) > AGREE:  # a positive one is LOGP-007's

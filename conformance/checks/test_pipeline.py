@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-
 from conformance import api
-from conformance.foundations import builds_on
+from conformance.grounds import builds_on
+from conformance.outcomes import Blocked
 from conformance.registry import checks
 from conformance.server.features import CHAT_RENDER, DERENDER, RENDER
-from conformance.session import BLOCKED_PREFIX, Session
+from conformance.session import Session
 from conformance.tito.semantics import fail
 
 ASKED = {"max_tokens": 4, "temperature": 0.8, "top_p": 0.9, "min_p": 0.05, "seed": 7}
@@ -108,9 +107,7 @@ def test_pipeline(tito: Session) -> None:
     response = api.generate(tito, request, what="generate of the render result")
     problems = api.schema_problems("GenerateResponse", response)
     if problems:  # derender is judged on valid responses only; the rest is SCHEMA-GEN-001's
-        pytest.skip(
-            f"{BLOCKED_PREFIX} the generate response is not valid (SCHEMA-GEN-001): {problems[0]}"
-        )
+        raise Blocked("SCHEMA-GEN-001", f"the generate response is not valid: {problems[0]}")
     if not tito.features.tokenizer:
         return  # derender detokenizes: a server without a tokenizer only renders token prompts
     prompt = len(request.get("token_ids") or [])

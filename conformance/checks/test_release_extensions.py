@@ -13,12 +13,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import pytest
-
 from conformance import api
-from conformance.foundations import builds_on
+from conformance.grounds import builds_on
+from conformance.outcomes import Blocked
 from conformance.registry import checks
-from conformance.session import BLOCKED_PREFIX, Session
+from conformance.session import Session
 from conformance.tito.semantics import choices_of, fail, ids_of
 from conformance.tito.streamed import index_of
 
@@ -113,9 +112,10 @@ def test_streamed_derender_deltas(tito: Session) -> None:
     for choice in choices_of(derender_answer(tito)):
         whole = _content(choice)
         if not isinstance(whole, str):
-            pytest.skip(
-                f"{BLOCKED_PREFIX} the non-streamed derender choice {choice.get('index')} has no "
-                "message content to compare with (EXT-DERENDER-001)"
+            raise Blocked(
+                "EXT-DERENDER-001",
+                f"the non-streamed derender choice {choice.get('index')} has no message "
+                "content to compare with",
             )
         part = joined.get(index_of(choice.get("index", 0)))
         if part != whole:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance import api, foundations
+from conformance import api
 from conformance.checks.test_abort import aborted_stream, judge_abort_landed
+from conformance.grounds.routed import REJECTED, stream_pacing
 from conformance.inflight.attempts import Inconclusive
 from conformance.registry import checks
 from conformance.server.dp_rank import HEADER as RANK_HEADER
@@ -127,7 +128,7 @@ def test_echo_passes(tito: Session) -> None:
 
 @checks("ROUTER-008", builds_on=("STREAM-001",))
 def test_stream_not_buffered(tito: Session) -> None:
-    paced = foundations.stream_pacing(tito)
+    paced = stream_pacing(tito)
     if paced.held:
         fail(paced.held)
     if paced.unknown:
@@ -146,7 +147,7 @@ def _error_of(reply: Reply) -> tuple[int, str | None, Any]:
 def test_errors_pass_unchanged(tito: Session) -> None:
     engine = _engines(tito)[0]
     cases = [
-        *((what, api.GENERATE, sent) for what, sent in foundations.REJECTED),
+        *((what, api.GENERATE, sent) for what, sent in REJECTED),
         ("an abort without request_ids", api.ABORT, {"body": {}}),
     ]
     for what, path, sent in cases:

@@ -13,12 +13,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import pytest
-
 from conformance import api
-from conformance.foundations import UNREADABLE_ERRORS
+from conformance.grounds.graph import UNREADABLE_ERRORS
+from conformance.outcomes import Blocked
 from conformance.registry import checks
-from conformance.session import BLOCKED_PREFIX, MEDIA, Session
+from conformance.session import MEDIA, Session
 from conformance.tito.semantics import fail
 from conformance.verdicts.form import uncharged
 
@@ -40,9 +39,9 @@ def _judge(s: Session, schema: str) -> None:
     if problems:
         fail(f"{bad} of {len(bodies)} bodies do not match {schema}: " + " | ".join(problems))
     if owners:  # malformed only where a failing requirement speaks: charged to it, not here
-        pytest.skip(
-            f"{BLOCKED_PREFIX} malformed only in fields they govern ({', '.join(sorted(owners))})"
-        )
+        first, *others = sorted(owners)
+        also = f" (and {', '.join(others)})" if others else ""
+        raise Blocked(first, f"malformed only in fields they govern{also}")
 
 
 ABORT_EARLY = {"X-Mock-Abort-After-Tokens": "2"}  # a mock's aborted answer; others ignore it

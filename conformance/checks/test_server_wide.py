@@ -7,11 +7,10 @@ so these never run beside other checks' requests (`conformance.run.parallel.SERI
 
 from __future__ import annotations
 
-import pytest
-
 from conformance import api
 from conformance.checks.test_abort import aborted_stream, judge_abort_landed
 from conformance.inflight.hangup import hang_up
+from conformance.outcomes import Absent
 from conformance.registry import checks
 from conformance.session import Session
 from conformance.tito.semantics import choices_of, fail
@@ -42,7 +41,7 @@ def test_legacy_abort(tito: Session) -> None:
 @checks("ABORT-008", needs=("generate",))
 def test_no_legacy_abort_elsewhere(tito: Session) -> None:
     if tito.features.tokens_only:
-        pytest.skip("not applicable: the server is tokens-only")
+        raise Absent("not applicable: the server is tokens-only")
     reply = tito.client.post(api.LEGACY_ABORT, {"request_ids": []}, auth=False)
     if reply.status in (404, 405):
         return

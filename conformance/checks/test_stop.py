@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from conformance import api
-from conformance.foundations import builds_on
+from conformance.grounds import builds_on
+from conformance.outcomes import Absent, Blocked
 from conformance.registry import checks
-from conformance.session import BLOCKED_PREFIX, Session
+from conformance.session import Session
 from conformance.tito.semantics import as_bytes, choices_of, fail, ids_of
 
 
@@ -22,7 +21,7 @@ def stop_token_case(s: Session) -> tuple[list[int], int, int, dict[str, Any]]:
             if ref[position] not in ref[:position]:
                 break
         else:
-            pytest.skip("not applicable: the seeded output repeats one token; no stop token")
+            raise Absent("not applicable: the seeded output repeats one token; no stop token")
         stopped = api.generate(s, api.seeded(12, ignore_eos=True, stop_token_ids=[ref[position]]))
         return ref, position, ref[position], choices_of(stopped)[0]
 
@@ -54,7 +53,7 @@ def test_stop_token_reason(tito: Session) -> None:
 def test_stop_token_kept(tito: Session) -> None:
     ref, position, token, choice = stop_token_case(tito)
     if len(ids_of(choice)) > position + 1 and choice.get("finish_reason") != "stop":
-        pytest.skip(f"{BLOCKED_PREFIX} the output ran past stop token {token} (STOP-001)")
+        raise Blocked("STOP-001", f"the output ran past stop token {token}")
     if ids_of(choice) != ref[: position + 1]:
         fail(
             f"stopped on {token}: token_ids {choice.get('token_ids')}, expected the stop token "
@@ -75,7 +74,7 @@ def test_eos_stop_reason_null(tito: Session) -> None:
                         f"{choice.get('stop_reason')!r}, expected null"
                     )
                 return
-    pytest.skip("not applicable: no sampled choice reached EOS within 32 x 48 tokens")
+    raise Absent("not applicable: no sampled choice reached EOS within 32 x 48 tokens")
 
 
 @checks("STOP-004")
@@ -106,7 +105,7 @@ def stop_string_case(s: Session) -> dict[str, Any]:
                 stop = candidate
                 break
         if stop is None:
-            pytest.skip(f"not applicable: no usable stop string in {text!r}")
+            raise Absent(f"not applicable: no usable stop string in {text!r}")
         assert stop is not None
         at = text.find(stop)
         needed: int | None = None
@@ -160,11 +159,11 @@ def test_stop_string_tokens_kept(tito: Session) -> None:
     if case["needed"] is None:  # the reference's logprobs cannot say which tokens spell it
         content = (case["ref"].get("logprobs") or {}).get("content") or []
         if any(str(e.get("token", "")).startswith("token_id:") for e in content):
-            pytest.skip(
+            raise Absent(
                 "not applicable: logprobs name tokens as token_id:N placeholders "
                 "(--return-tokens-as-token-ids), so the tokens spelling the stop string are unknown"
             )
-        pytest.skip(f"{BLOCKED_PREFIX} text-mode logprobs carry no bytes to spell with (TEXT-002)")
+        raise Blocked("TEXT-002", "text-mode logprobs carry no bytes to spell with")
     ids = ids_of(case["cut"])
     ref = ids_of(case["ref"])
     if ids != ref[: len(ids)] or len(ids) < case["needed"]:

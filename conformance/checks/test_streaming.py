@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from conformance import api
-from conformance.foundations import broken, builds_on
+from conformance.grounds import broken, builds_on
 from conformance.registry import checks
 from conformance.session import Session
 from conformance.tito.semantics import choices_of, fail, ids_of, over_max_logprobs, token_id_of

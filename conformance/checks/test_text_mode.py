@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
-from conformance import api, foundations
-from conformance.foundations import builds_on
+from conformance import api
+from conformance.grounds import builds_on
+from conformance.grounds.probes import text_broken
+from conformance.outcomes import Absent, Blocked
 from conformance.registry import checks
-from conformance.session import BLOCKED_PREFIX, Session
+from conformance.session import Session
 from conformance.tito.semantics import as_bytes, choices_of, fail, ids_of
 from conformance.tito.streamed import index_of
 
@@ -54,7 +54,7 @@ def test_text_on_every_choice(tito: Session) -> None:
     for i, choice in enumerate(choices_of(text_response(tito))):
         if not isinstance(choice.get("text"), str):
             fail(f"choice {i} of a text-mode response has text {choice.get('text')!r}")
-    why = foundations.text_broken(tito)  # what the text-mode checks stand on, judged here too
+    why = text_broken(tito)  # what the text-mode checks stand on, judged here too
     if why is not None:
         fail(why)
 
@@ -63,7 +63,7 @@ def test_text_on_every_choice(tito: Session) -> None:
 def test_text_logprobs_have_bytes(tito: Session) -> None:
     for where, item in items(tito):
         if "token" not in item:  # not a text-mode item at all: TEXT-003's
-            pytest.skip(f"{BLOCKED_PREFIX} {where} is not a text-mode item: {item} (TEXT-003)")
+            raise Blocked("TEXT-003", f"{where} is not a text-mode item: {item}")
         placeholder = PLACEHOLDER.match(str(item.get("token")))
         if "bytes" not in item or (item["bytes"] is None and not placeholder):
             fail(f"{where}: text-mode logprob item has no bytes: {item}")
@@ -133,9 +133,7 @@ def _special_candidate(s: Session) -> int | None:
         )
         data = reply.json() if reply.status == 200 else None
         if data is not None and api.schema_leaves("GenerateRequest", data):
-            pytest.skip(
-                f"{BLOCKED_PREFIX} the chat render's answer is no GenerateRequest (RENDER-002)"
-            )
+            raise Blocked("RENDER-002", "the chat render's answer is no GenerateRequest")
         if isinstance(data, dict) and data.get("token_ids"):
             return int(data["token_ids"][0])
     return None
@@ -145,7 +143,7 @@ def _special_candidate(s: Session) -> int | None:
 def test_skip_special_tokens(tito: Session) -> None:
     candidate = _special_candidate(tito)
     if candidate is None:
-        pytest.skip("not applicable: no chat render to find a special token with")
+        raise Absent("not applicable: no chat render to find a special token with")
     texts = {}
     for skip in (False, True):
         payload = api.body(
@@ -157,13 +155,13 @@ def test_skip_special_tokens(tito: Session) -> None:
         )
         choice = choices_of(api.generate(tito, payload))[0]
         if set(choice.get("token_ids") or []) != {candidate}:
-            pytest.skip(
+            raise Absent(
                 "not applicable: the server does not honour allowed_token_ids, so no "
                 "special token can be forced"
             )
         texts[skip] = choice.get("text", "")
     if not texts[False]:
-        pytest.skip(f"not applicable: token {candidate} renders as empty text")
+        raise Absent(f"not applicable: token {candidate} renders as empty text")
     if texts[True] == texts[False]:
         fail(f"skip_special_tokens true still shows the special token {candidate}: {texts[True]!r}")
 
@@ -229,7 +227,7 @@ def test_placeholders_name_tokens(tito: Session) -> None:
                     f"{choice['token_ids'][i]}"
                 )
     if not found:
-        pytest.skip(
+        raise Absent(
             "not applicable: the server does not send token_id:N placeholders "
             "(not started with --return-tokens-as-token-ids)"
         )

@@ -13,12 +13,13 @@ from schemathesis import GenerationMode
 from conformance.fuzz.covers import sequence_covers
 from conformance.fuzz.engine import Fuzzer
 from conformance.fuzz.expectations import operations
-from conformance.fuzz.findings import STREAMED, Finding, GroupStats, hash_seed_prefix
+from conformance.fuzz.findings import Finding, GroupStats, hash_seed_prefix
 from conformance.fuzz.media import GROUP as MEDIA_GROUP
 from conformance.fuzz.media import fuzz_media
 from conformance.fuzz.oov import fuzz_oov
 from conformance.fuzz.settings import FuzzConfig, ServerFacts
 from conformance.fuzz.stateful import label_then_generate, run_sequences
+from conformance.grounds.verdict import STREAMED
 from conformance.requirements import by_id
 from conformance.server.features import Features
 from conformance.server.limits import Limits

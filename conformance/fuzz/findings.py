@@ -11,8 +11,6 @@ from conformance.requirements import by_id
 from conformance.requirements.model import FuzzRule
 from conformance.wire.exchange import redact
 
-STREAMED = " (stream) "
-"""Between a finding's operation and its check in its report name: it was found on a stream."""
 GROUPS = ("positive", "negative", "wrong-media-type", "out-of-vocabulary", "stateful")
 
 

@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from conformance.api import GENERATE, PROMPT, chunk_of
-from conformance.foundations import builds_on, unpaced_blocks
+from conformance.grounds import builds_on, unpaced_blocks
 from conformance.inflight.acting import (
     REPEAT_S,
     Action,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 
 from conformance import api
-from conformance.foundations import builds_on, unpaced_blocks
+from conformance.grounds import builds_on, unpaced_blocks
 from conformance.inflight.attempts import OutOfReach, Plan, fastest, ids_for, payload, plans
 from conformance.inflight.proof import Proof, bound_proof
 from conformance.server.engine_state import Counts

@@ -12,7 +12,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from conformance.verdicts.levels import level_of
-from conformance.verdicts.results import Report, RequirementResult
+from conformance.verdicts.results import CheckResult, Report, RequirementResult
 
 SCHEMA_FILE = "report.schema.json"
 
@@ -78,17 +78,26 @@ def _requirement(result: RequirementResult, harness_error: str) -> dict[str, Any
         "status": result.status.value,
         "reason": reason,
         "skip_kind": result.skip_kind.value or None,
+        "blocked_by": result.blocked_by or None,
         "attribution": result.attribution or None,
-        "checks": [
-            {
-                "name": c.name,
-                "status": c.status.value,
-                "message": c.message,
-                "reproducer": c.reproducer,
-            }
-            for c in result.checks
-        ],
+        "checks": [_check(c) for c in result.checks],
     }
+
+
+def _check(check: CheckResult) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "name": check.name,
+        "status": check.status.value,
+        "message": check.message,
+        "reproducer": check.reproducer,
+    }
+    if check.skip_kind.value:
+        entry["skip_kind"] = check.skip_kind.value
+    if check.blocked_by:
+        entry["blocked_by"] = check.blocked_by
+    if check.measured:
+        entry["measured"] = check.measured
+    return entry
 
 
 def document(reports: list[Report]) -> dict[str, Any]:

@@ -134,7 +134,7 @@ class Requirement:
     - `needs`: the detected features its checks need (a check may add its own);
     - `anchor`: the feature whose claim this requirement proves present (a claimed feature
       that is absent fails here, and only here);
-    - `ground`: the foundation probe (`foundations.PROBES`) that shows it broken, so checks
+    - `ground`: the foundation probe (`grounds.probes.PROBES`) that shows it broken, so checks
       that build on it are blocked rather than failed;
     - `fuzz`: the fuzz findings filed under it; `sequences`: the stateful fuzz sequences that
       exercise it;

@@ -260,7 +260,7 @@ def merge(
         for schema, bodies in shard.observed.items():
             for what, body in bodies:
                 session.observe(schema, what, body)
-        session.malformed += shard.malformed  # a check was blocked on them: judged, always
+        session.malformed.extend(shard.malformed)  # a check was blocked on them: judged, always
         for answer in shard.answers:
             session.keep(answer)
         if shard.error:

@@ -19,6 +19,8 @@ class CheckResult:
     duration_s: float = 0.0
     skip_kind: SkipKind = SkipKind.NONE
     inconclusive: bool = False  # an error: the check's action could not be made to land
+    blocked_by: str = ""  # for a blocked skip: the requirement whose failure blocks it
+    measured: dict[str, Any] = field(default_factory=dict)  # for a limit: the numbers seen
 
     def __post_init__(self) -> None:
         """Every output is a view of these: no API key gets into one (`wire.exchange`)."""
@@ -41,10 +43,22 @@ class RequirementResult:
     def skip_kind(self) -> SkipKind:
         if self.status is not Status.SKIP:
             return SkipKind.NONE
-        for kind in (SkipKind.BLOCKED, SkipKind.LIMIT):
+        for kind in (SkipKind.BLOCKED, SkipKind.LIMIT, SkipKind.NOT_CLAIMED):
             if any(c.skip_kind is kind for c in self.checks):
                 return kind
         return SkipKind.ABSENT
+
+    @property
+    def blocked_by(self) -> str:
+        """For a blocked requirement, the requirement that blocks it (its first check's)."""
+        if self.skip_kind is not SkipKind.BLOCKED:
+            return ""
+        return next((c.blocked_by for c in self.checks if c.blocked_by), "")
+
+    @property
+    def outcome(self) -> Status:
+        """The requirement's outcome as the reports name it: a failed SHOULD or MAY warns."""
+        return Status.WARN if self.is_warning else self.status
 
     @property
     def inconclusive(self) -> bool:

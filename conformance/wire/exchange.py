@@ -31,7 +31,7 @@ _known: set[str] = set()
 _lock = threading.Lock()
 
 
-def remember(key: str | None) -> None:
+def conceal(key: str | None) -> None:
     """Note a key the kit sends, so every record made from now on leaves it out."""
     if key and key not in _known:
         with _lock:

@@ -24,7 +24,7 @@ from conformance.wire.bounded import (
     is_event_stream,
     local_fault,
 )
-from conformance.wire.exchange import Exchange, dumps, remember, stated_error
+from conformance.wire.exchange import Exchange, conceal, dumps, stated_error
 from loopback.connections import KEEPALIVE_S
 from loopback.timeouts import Timeouts
 
@@ -45,7 +45,7 @@ def tls() -> ssl.SSLContext:
 def auth_header(api_key: str | None) -> dict[str, str]:
     """The API key as vLLM's middleware reads it: the one place the kit spells the header,
     and so where it learns the key it keeps out of every output (`wire.exchange`)."""
-    remember(api_key)
+    conceal(api_key)
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
