@@ -154,6 +154,7 @@ PROBES: dict[str, tuple[list[str], Probe]] = {
     "eos-stop-reason-set": (SO, eos_probe),
     "logprobs-legacy-token-id": (SO, lambda c: j(c, sp(logprobs=1))),
     "logprobs-positive": (SO, lambda c: j(c, sp(logprobs=1))),
+    "logprobs-null": (SO, lambda c: j(c, sp(logprobs=1))),
     "logprobs-count-mismatch": (SO, lambda c: j(c, sp(logprobs=1))),
     "top-logprobs-sampled-not-first": (SO, lambda c: j(c, sp(logprobs=3, seed=5, max_tokens=30))),
     "top-logprobs-wrong-count": (SO, lambda c: j(c, sp(logprobs=2))),

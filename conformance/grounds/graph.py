@@ -46,7 +46,28 @@ def implied(s: Session, deciding: tuple[str, ...]) -> tuple[str, ...]:
     reads_text = any("text-mode" in r.needs and r.expected_status is None for r in reqs)
     if reads_text and TEXT_GROUND not in deciding and "text-mode" in s.features.names():
         grounds.append(TEXT_GROUND)
-    return tuple(grounds)
+    grounds += [g for g, over in STANDS_ON.items() if set(deciding) & set(over)]
+    return tuple(g for g in grounds if g not in deciding)
+
+
+LOGPROBS_GROUND = "LOGP-002"
+"""What every check that reads logprob entries stands on: one entry per token, there at all."""
+STANDS_ON: dict[str, tuple[str, ...]] = {
+    LOGPROBS_GROUND: (
+        "GEN-REQ-006",
+        "LOGP-001",
+        "LOGP-003",
+        "LOGP-005",
+        "LOGP-006",
+        "LOGP-007",
+        "LOGP-008",
+        "TEXT-002",
+        "TEXT-003",
+    ),
+}
+"""Grounds by what stands on them: the requirements whose checks read what the ground's owner
+judges. Where its probe shows it broken (logprobs null although asked for), exactly the owner
+fails and these are blocked naming it."""
 
 
 PACED_GROUND = "ROUTER-008"

@@ -282,9 +282,12 @@ def _header_id(s: Session) -> str | None:
 def _logprob_count(s: Session) -> str | None:
     payload = api.body(4, ignore_eos=True, logprobs=0, top={"output_mode": "tokens"})
     for i, choice in enumerate(choices_of(api.generate(s, payload, what="logprobs 0"))):
-        content = (choice.get("logprobs") or {}).get("content")
-        if isinstance(content, list) and len(content) != len(ids_of(choice)):
-            return f"choice {i}: {len(content)} logprob entries for {len(ids_of(choice))} tokens"
+        logprobs, tokens = choice.get("logprobs"), len(ids_of(choice))
+        if logprobs is None and tokens:  # asked for and not there: every reader stands on it
+            return f"choice {i}: logprobs {logprobs!r} for {tokens} tokens, although asked for"
+        content = (logprobs or {}).get("content") if isinstance(logprobs, dict) else None
+        if isinstance(content, list) and len(content) != tokens:
+            return f"choice {i}: {len(content)} logprob entries for {tokens} tokens"
     return None
 
 

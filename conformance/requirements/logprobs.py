@@ -26,7 +26,7 @@ REQUIREMENTS = [
         needs=("generate",),
         ground="logprob-count",
         diff=("n2-logprobs-2",),
-        defects=("logprobs-count-mismatch", "text-logprobs-short"),
+        defects=("logprobs-count-mismatch", "text-logprobs-short", "logprobs-null"),
     ),
     Requirement(
         "LOGP-003",

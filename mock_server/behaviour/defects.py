@@ -333,6 +333,12 @@ _CATALOGUE: tuple[Defect, ...] = (
         requirements=("LOGP-001",),
     ),
     Defect(
+        "logprobs-null",
+        "logprobs is null on every choice although sampling_params.logprobs asked for them",
+        breaks=("logprobs",),
+        requirements=("LOGP-002",),
+    ),
+    Defect(
         "logprobs-positive",
         "logprob values are positive",
         breaks=("logprobs",),

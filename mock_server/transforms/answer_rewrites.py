@@ -206,6 +206,15 @@ def logprobs_count_mismatch(obj: Json, ctx: Context) -> Json:
     return obj
 
 
+@transformer("logprobs-null", *ANSWERS)
+def logprobs_null(obj: Json, ctx: Context) -> Json:
+    """Asked for, and not there: `logprobs: null` on every choice that carries tokens."""
+    for choice in _choices(obj):
+        if choice.get("logprobs") is not None:
+            choice["logprobs"] = None
+    return obj
+
+
 @transformer("logprobs-positive", *ANSWERS)
 def logprobs_positive(obj: Json, ctx: Context) -> Json:
     for choice in _choices(obj):
