@@ -19,11 +19,12 @@ from conformance.fuzz.media import fuzz_media
 from conformance.fuzz.oov import fuzz_oov
 from conformance.fuzz.settings import FuzzConfig, ServerFacts
 from conformance.fuzz.stateful import label_then_generate, run_sequences
+from conformance.grounds import verdict
 from conformance.grounds.verdict import STREAMED
 from conformance.requirements import by_id
 from conformance.server.features import Features
 from conformance.server.limits import Limits
-from conformance.verdicts.results import CheckResult, Report, ServerInfo, Status, decide
+from conformance.verdicts.results import CheckResult, Report, ServerInfo, decide
 
 SUITE_NAME = "tito-conformance fuzz"
 LABELLING = ("updateWeightVersion", "finishWeightUpdate")
@@ -154,19 +155,18 @@ def to_report(result: FuzzResult) -> Report:
     catalogue = by_id()
     checks: dict[str, list[CheckResult]] = {}
     for f in result.findings:
-        check = CheckResult(
-            name=f"fuzz[{f.group}] {f.label}{STREAMED if f.stream else ' '}{f.check}"
+        check = verdict.found(
+            f"fuzz[{f.group}] {f.label}{STREAMED if f.stream else ' '}{f.check}"
             + (f" (HTTP {f.status})" if f.status is not None else ""),
-            status=Status.FAIL,
-            message=f"{f.message} ({f.occurrences} case(s))",
-            reproducer=f.reproducer,
+            f"{f.message} ({f.occurrences} case(s))",
+            f.reproducer,
         )
         for rid in f.requirement_ids:
             checks.setdefault(rid, []).append(check)
     fuzzed = sorted({rid for rid in checks} | _covered(result))
     results = []
     for rid in fuzzed:
-        found = checks.get(rid) or [CheckResult(f"fuzz {rid}", Status.PASS, "no fuzz failure")]
+        found = checks.get(rid) or [verdict.unfound(rid)]
         results.append(decide(catalogue[rid], found))
     return Report(
         suite_name=SUITE_NAME,

@@ -142,6 +142,16 @@ def decide(s: Session | None, ran: Ran) -> CheckResult:
     )
 
 
+def found(name: str, message: str, reproducer: str) -> CheckResult:
+    """A fuzz finding under a requirement: a failure, held to the suite's grounds by `held`."""
+    return CheckResult(name, Status.FAIL, message, reproducer)
+
+
+def unfound(rid: str) -> CheckResult:
+    """A requirement the fuzzer exercised and found nothing against: a pass."""
+    return CheckResult(f"fuzz {rid}", Status.PASS, "no fuzz failure")
+
+
 def reproducer(exc: BaseException, log: list[Exchange]) -> str:
     """What reproduces a failure: what the check says does, else its last exchange (and the
     one before it, for context)."""
