@@ -9,9 +9,9 @@ run would still be green. The matrix puts the four ways side by side, per requir
   `sequences`);
 - diff: the diff corpus cases the requirement governs (`Requirement.diff`);
 - defect: the defects of a defect catalogue that declare the ID, read through the
-  `tito_conformance.defects` entry points (the mock's: the suite never imports the mock). Each
-  requirement also names the defects that must break it (`Requirement.defects`); a test holds
-  the two to each other.
+  `tito_conformance.defects` entry points (the mock's: the suite never imports the mock). The
+  link lives there only: `Requirement.defects` is the same lookup, and an ID a catalogue names
+  that the catalogue of requirements lacks is a note.
 
 The matrix is data (`Coverage`); the text and JSON are views of it, and the exit code is 1 when
 a MUST requirement has no way to fail at all.
@@ -23,14 +23,12 @@ import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any
 
 from conformance.requirements import Level, Requirement, all_requirements
+from conformance.requirements.defects import installed
 
 COLUMNS = ("suite", "fuzz", "diff", "defect")
-DEFECTS_GROUP = "tito_conformance.defects"
-"""Entry points naming a callable (or a value) of `(defect name, requirement IDs)` pairs."""
 CHECK_MARK = "✓"
 
 
@@ -114,20 +112,9 @@ def diff_counts() -> Counter[str]:
 def defect_counts() -> tuple[Counter[str], list[str]]:
     """Defects per requirement ID over every installed defect catalogue, and notes on those
     that would not load (a missing catalogue empties the column, it does not break the run)."""
-    counts: Counter[str] = Counter()
-    notes: list[str] = []
-    found = list(entry_points(group=DEFECTS_GROUP))
-    if not found:
-        notes.append(f"no defect catalogue installed (entry-point group {DEFECTS_GROUP})")
-    for ep in found:
-        try:
-            loaded = ep.load()
-            pairs = loaded() if callable(loaded) else loaded
-            for _name, ids in pairs:
-                counts.update(set(ids))
-        except Exception as exc:  # a broken plug-in is reported, not fatal
-            notes.append(f"defect catalogue {ep.name!r} unavailable: {type(exc).__name__}: {exc}")
-    return counts, notes
+    catalogues = installed()
+    counts = Counter(rid for _name, ids in catalogues.pairs for rid in set(ids))
+    return counts, list(catalogues.notes)
 
 
 def collect() -> Coverage:

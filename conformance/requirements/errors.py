@@ -25,7 +25,6 @@ REQUIREMENTS = [
         expected_status=400,
         needs=("generate",),
         diff=("output-mode-invalid",),
-        defects=("output-mode-any-accepted",),
     ),
     Requirement(
         "ERR-002",
@@ -48,7 +47,6 @@ REQUIREMENTS = [
             fuzz(41, checks=SCHEMA_CHECKS, statuses=(400, 999)),
         ),
         ground="error-status",
-        defects=("error-body-flat", "errors-as-200"),
     ),
     Requirement(
         "ERR-003",
@@ -80,7 +78,6 @@ REQUIREMENTS = [
             "prompt-logprob-token-ids",
             "body-not-object",
         ),
-        defects=("validation-422",),
     ),
     Requirement(
         "ERR-004",
@@ -94,7 +91,6 @@ REQUIREMENTS = [
         needs=("generate",),
         fuzz=(fuzz(111, checks=("positive_data_acceptance",), operations=("generate",)),),
         diff=("unknown-top-level", "unknown-sampling"),
-        defects=("unknown-field-rejected",),
     ),
     Requirement(
         "ERR-005",
@@ -112,7 +108,6 @@ REQUIREMENTS = [
             ),
         ),
         diff=("invalid-json", "abort-invalid-json"),
-        defects=("invalid-json-500",),
     ),
     Requirement(
         "ERR-006",
@@ -126,7 +121,6 @@ REQUIREMENTS = [
         needs=("generate",),
         fuzz=(fuzz(21, groups=("wrong-media-type",), profiles=SERVING_PROFILES),),
         diff=("wrong-content-type",),
-        defects=("wrong-content-type-accepted",),
     ),
     Requirement(
         "ERR-007",
@@ -140,7 +134,6 @@ REQUIREMENTS = [
         needs=("generate",),
         fuzz=(fuzz(10, groups=("out-of-vocabulary",)),),
         diff=("oov-token-id",),
-        defects=("oov-token-500",),
     ),
     Requirement(
         "ERR-008",
@@ -153,7 +146,6 @@ REQUIREMENTS = [
         evidence="vllm-source-notes §8.2",
         needs=("generate",),
         fuzz=(fuzz(140),),
-        defects=("type-error-500",),
     ),
     Requirement(
         "ERR-009",
@@ -166,7 +158,6 @@ REQUIREMENTS = [
         evidence="vllm-cpu.md 'More behaviour'",
         needs=("generate",),
         diff=("nulls-accepted",),
-        defects=("null-rejected",),
     ),
     Requirement(
         "ERR-010",
@@ -179,6 +170,5 @@ REQUIREMENTS = [
         evidence="vllm-cpu.md",
         needs=("generate",),
         diff=("max-tokens-0",),
-        defects=("max-tokens-zero-accepted",),
     ),
 ]

@@ -31,7 +31,6 @@ REQUIREMENTS = [
         ground="gated",
         fuzz=(fuzz(33, profiles=("disabled",), operations=("generate",)),),
         diff=("disabled-generate",),
-        defects=("disabled-404",),
     ),
     Requirement(
         "DISABLED-002",
@@ -44,7 +43,6 @@ REQUIREMENTS = [
         needs=("disabled",),
         fuzz=(fuzz(32, profiles=("disabled",), operations=GATED_OPERATIONS, statuses=(403, 403)),),
         diff=("disabled-generate",),
-        defects=("disabled-message-wrong",),
     ),
     Requirement(
         "DISABLED-003",
@@ -70,7 +68,6 @@ REQUIREMENTS = [
             ),
         ),
         diff=("disabled-invalid-body",),
-        defects=("disabled-validates-first",),
     ),
     Requirement(
         "DISABLED-004",
@@ -84,7 +81,6 @@ REQUIREMENTS = [
         needs=("disabled",),
         fuzz=(fuzz(34, profiles=("disabled",), operations=GATED_OPERATIONS),),
         diff=("disabled-render", "disabled-derender", "disabled-abort"),
-        defects=("disabled-404", "disabled-abort-open"),
     ),
     Requirement(
         "TOKONLY-001",
@@ -95,7 +91,6 @@ REQUIREMENTS = [
         expected_status=200,
         needs=("tokens-only",),
         anchor="tokens-only",
-        defects=("tokens-only-generate-403",),
     ),
     Requirement(
         "TOKONLY-002",
@@ -106,7 +101,6 @@ REQUIREMENTS = [
         expected_status=400,
         needs=("tokens-only",),
         diff=("tokens-only-text",),
-        defects=("tokens-only-text-accepted",),
     ),
     Requirement(
         "TOKONLY-003",
@@ -116,7 +110,6 @@ REQUIREMENTS = [
         "sampling_params.detokenize true is overridden: tokens only, no text, 200",
         expected_status=200,
         needs=("tokens-only",),
-        defects=("tokens-only-detokenize-text",),
     ),
     Requirement(
         "TOKONLY-004",
@@ -127,7 +120,6 @@ REQUIREMENTS = [
         expected_status=400,
         needs=("tokens-only",),
         diff=("tokens-only-stop",),
-        defects=("tokens-only-stop-accepted",),
     ),
     Requirement(
         "TOKONLY-005",
@@ -136,6 +128,5 @@ REQUIREMENTS = [
         "use stop_token_ids.",
         "stop_token_ids work on a tokens-only server",
         needs=("tokens-only",),
-        defects=("tokens-only-stop-token-ids-ignored",),
     ),
 ]

@@ -14,7 +14,6 @@ REQUIREMENTS = [
         '`token_id` is an integer, not the older `"token_id:<id>"` string.',
         "tokens-mode logprob token_id is an integer",
         needs=("generate",),
-        defects=("logprobs-legacy-token-id",),
         fields=("token_id",),
     ),
     Requirement(
@@ -26,7 +25,6 @@ REQUIREMENTS = [
         needs=("generate",),
         ground="logprob-count",
         diff=("n2-logprobs-2",),
-        defects=("logprobs-count-mismatch", "text-logprobs-short", "logprobs-null"),
     ),
     Requirement(
         "LOGP-003",
@@ -36,7 +34,6 @@ REQUIREMENTS = [
         "the sampled token is the first entry of top_logprobs",
         needs=("generate",),
         diff=("logprobs-3-greedy",),
-        defects=("top-logprobs-sampled-not-first", "text-sampled-not-first"),
     ),
     Requirement(
         "LOGP-004",
@@ -45,7 +42,6 @@ REQUIREMENTS = [
         "Needs `sampling_params.logprobs`.",
         "without sampling_params.logprobs no logprobs are returned",
         needs=("generate",),
-        defects=("logprobs-always",),
     ),
     Requirement(
         "LOGP-005",
@@ -55,7 +51,6 @@ REQUIREMENTS = [
         "rank per entry and no token or bytes",
         "tokens-mode entries have token_id and rank and no token or bytes",
         needs=("generate",),
-        defects=("tokens-logprobs-with-token",),
         fields=("token_id", "rank", "token", "bytes"),
     ),
     Requirement(
@@ -65,7 +60,6 @@ REQUIREMENTS = [
         "an integer token_id and rank per entry",
         "ranks are consistent with the logprobs (rank 1 is the most likely)",
         needs=("generate",),
-        defects=("rank-wrong", "stream-ranks-shifted", "prompt-logprobs-ranks-shifted"),
     ),
     Requirement(
         "LOGP-007",
@@ -74,7 +68,6 @@ REQUIREMENTS = [
         "logprobs keyed by integer token ID",
         "every logprob is finite and <= 0",
         needs=("generate",),
-        defects=("logprobs-positive", "text-logprobs-positive"),
     ),
     Requirement(
         "LOGP-008",
@@ -86,7 +79,6 @@ REQUIREMENTS = [
         evidence="vllm-cpu.md; test_generate_logprobs[0,1,5]",
         needs=("generate",),
         diff=("logprobs-0",),
-        defects=("top-logprobs-wrong-count", "text-stream-top-logprobs-short"),
     ),
     Requirement(
         "LOGP-009",
@@ -100,7 +92,6 @@ REQUIREMENTS = [
         needs=("generate",),
         ground="logprobs-limit",
         diff=("logprobs-21",),
-        defects=("logprobs-over-max-accepted",),
     ),
     Requirement(
         "LOGP-010",
@@ -113,6 +104,5 @@ REQUIREMENTS = [
         evidence="vllm-cpu.md; vllm-source-notes §3",
         needs=("generate",),
         diff=("n2-return-token-ids-prompt-logprobs", "prompt-logprobs-0", "stream-prompt-logprobs"),
-        defects=("prompt-logprobs-no-leading-null",),
     ),
 ]

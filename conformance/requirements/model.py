@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from conformance.requirements.defects import defects_of
+
 
 class Proof(StrEnum):
     """What an in-flight FAIL may rest on (`conformance.inflight.proof` says how each is met)."""
@@ -139,7 +141,9 @@ class Requirement:
     - `fuzz`: the fuzz findings filed under it; `sequences`: the stateful fuzz sequences that
       exercise it;
     - `diff`: the diff corpus cases whose answers it governs;
-    - `defects`: the mock defects that must fail it (a test holds the mock's catalogue to it);
+    - `defects` (read, never declared): the defects that must fail it, as the installed defect
+      catalogues name them (`conformance.requirements.defects`: the link lives on the
+      defect's side only);
     - `proofs`: for a verdict on an action in flight (an abort, a hang-up, a label change),
       the evidence its FAIL may rest on (`proof.Proof`): never the client's own timing;
     - `fields`: the answer fields whose form it governs beside the SCHEMA-* requirements. A
@@ -161,9 +165,13 @@ class Requirement:
     fuzz: tuple[FuzzRule, ...] = ()
     sequences: tuple[str, ...] = ()
     diff: tuple[str, ...] = ()
-    defects: tuple[str, ...] = ()
     fields: tuple[str, ...] = ()
     proofs: tuple[Proof, ...] = ()
+
+    @property
+    def defects(self) -> tuple[str, ...]:
+        """The defects that must fail this requirement (empty with no catalogue installed)."""
+        return defects_of(self.id)
 
 
 MUST = Level.MUST

@@ -36,7 +36,6 @@ REQUIREMENTS = [
             "derender-chat",
             "derender-minimal",
         ),
-        defects=("render-missing",),
     ),
     Requirement(
         "RENDER-002",
@@ -48,7 +47,6 @@ REQUIREMENTS = [
         expected_status=200,
         needs=("render",),
         sequences=("render-generate-derender",),
-        defects=("render-generate-mismatch", "render-params-lost", "derender-finish-stop"),
     ),
     Requirement(
         "RENDER-003",
@@ -60,7 +58,6 @@ REQUIREMENTS = [
         expected_status=400,
         needs=("render", "text-mode"),
         diff=("derender-text-rejected",),
-        defects=("derender-accepts-text",),
     ),
     Requirement(
         "MM-001",
@@ -71,6 +68,5 @@ REQUIREMENTS = [
         expected_status=400,
         needs=("generate",),
         diff=("features-and-content-parts",),
-        defects=("features-content-parts-accepted",),
     ),
 ]

@@ -37,7 +37,6 @@ REQUIREMENTS = [
         "serve_tokens_full_generator (derender_mode is the text level, then parsed)",
         needs=("output-mode-derender", "text-mode"),
         anchor="output-mode-derender",
-        defects=("derender-content-wrong",),
         fields=("message",),
     ),
     Requirement(
@@ -54,7 +53,6 @@ REQUIREMENTS = [
         f"without nulls); {SERVING}: serve_tokens_stream_generator (role_sent)",
         needs=("derender-stream", "output-mode-derender", "text-mode"),
         anchor="derender-stream",
-        defects=("derender-stream-no-role",),
         fields=("delta",),
     ),
     Requirement(
@@ -70,7 +68,6 @@ REQUIREMENTS = [
         f"{SERVING}: _logprobs_tokenizer (the parse_context's value wins in derender mode)",
         needs=("parse-context", "output-mode-derender"),
         anchor="parse-context",
-        defects=("parse-context-ignored",),
     ),
     Requirement(
         "EXT-PARSE-002",
@@ -84,6 +81,5 @@ REQUIREMENTS = [
         "description, quoted) and GenerateRequest._check_parse_context_fields (unknown fields "
         "are a 400 in derender mode only)",
         needs=("parse-context", "text-mode"),
-        defects=("parse-context-read-everywhere",),
     ),
 ]

@@ -27,7 +27,6 @@ REQUIREMENTS = [
         evidence="a router serving the route must reach the engine that runs the request; "
         "vllm-router 0.1.17 forwards it round-robin to one engine (routers.md)",
         needs=(*ROUTED, "abort"),
-        defects=("abort-one-engine",),
         proofs=(Proof.STATEMENT, Proof.BOUND),
     ),
     Requirement(
@@ -40,7 +39,6 @@ REQUIREMENTS = [
         source=Source.DERIVED,
         evidence="the legacy route is the same handler: it must reach the engine too",
         needs=(*ROUTED, "legacy-abort"),
-        defects=("legacy-abort-one-engine",),
         proofs=(Proof.STATEMENT, Proof.BOUND),
     ),
     Requirement(
@@ -53,7 +51,6 @@ REQUIREMENTS = [
         evidence="vLLM aborts a request whose client disconnects; a router must pass the "
         "hang-up on, or the engine generates for no one",
         needs=(*ROUTED, "engine-state"),
-        defects=("disconnect-kept-stream",),
         proofs=(Proof.ENGINE, Proof.BOUND),
     ),
     Requirement(
@@ -66,7 +63,6 @@ REQUIREMENTS = [
         source=Source.DERIVED,
         evidence="as ROUTER-003, for a request without stream: true",
         needs=(*ROUTED, "engine-state"),
-        defects=("disconnect-kept-unary",),
         proofs=(Proof.ENGINE, Proof.BOUND),
     ),
     Requirement(
@@ -81,7 +77,6 @@ REQUIREMENTS = [
         "a request the engine would reject",
         needs=ROUTED,
         ground="rank-passes",
-        defects=("dp-rank-dropped",),
     ),
     Requirement(
         "ROUTER-006",
@@ -95,7 +90,6 @@ REQUIREMENTS = [
         evidence="a router that renames requests leaves the client no id to abort by",
         needs=ROUTED,
         ground="ids-pass",
-        defects=("request-id-rewritten",),
     ),
     Requirement(
         "ROUTER-007",
@@ -107,7 +101,6 @@ REQUIREMENTS = [
         evidence="clients tell token-only from text answers by the echo",
         needs=ROUTED,
         ground="echo-passes",
-        defects=("echo-dropped",),
     ),
     Requirement(
         "ROUTER-008",
@@ -121,7 +114,6 @@ REQUIREMENTS = [
         evidence="a router that buffers a stream turns it into a slow non-streamed answer",
         needs=ROUTED,
         ground="stream-paced",
-        defects=("stream-buffered",),
     ),
     Requirement(
         "ROUTER-009",
@@ -136,7 +128,6 @@ REQUIREMENTS = [
         "error.message",
         needs=ROUTED,
         ground="errors-pass",
-        defects=("error-502", "error-body-plain"),
     ),
     Requirement(
         "ROUTER-010",
@@ -150,7 +141,6 @@ REQUIREMENTS = [
         evidence="a router that sends its own key upstream opens the engines to anyone",
         needs=(*ROUTED, "api-key"),
         ground="key-passes",
-        defects=("key-bypassed", "key-dropped"),
     ),
     Requirement(
         "ROUTER-011",
@@ -163,6 +153,5 @@ REQUIREMENTS = [
         evidence="RL trainers set the label once, through the router, for the whole fleet",
         needs=(*ROUTED, "weight-labels"),
         ground="labels-reach",
-        defects=("weight-update-one-engine",),
     ),
 ]

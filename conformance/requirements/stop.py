@@ -16,12 +16,6 @@ REQUIREMENTS = [
         needs=("generate",),
         diff=("stop-token-ids-include", "stream-stop-token-ids-seeded"),
         fields=("stop_reason",),
-        defects=(
-            "stop-reason-null",
-            "stop-token-ids-ignored",
-            "tokens-only-stop-token-ids-ignored",
-            "text-stream-stop-reason-other",
-        ),
     ),
     Requirement(
         "STOP-002",
@@ -31,7 +25,6 @@ REQUIREMENTS = [
         "the matched stop token stays in token_ids",
         needs=("generate",),
         diff=("stop-token-ids-include",),
-        defects=("stop-token-dropped",),
     ),
     Requirement(
         "STOP-003",
@@ -40,7 +33,6 @@ REQUIREMENTS = [
         "`null` on EOS, length and abort.",
         "stop_reason is null when EOS ended the choice",
         needs=("generate",),
-        defects=("eos-stop-reason-set",),
     ),
     Requirement(
         "STOP-004",
@@ -49,7 +41,6 @@ REQUIREMENTS = [
         "`null` on EOS, length and abort.",
         "stop_reason is null when max_tokens ended the choice",
         needs=("generate",),
-        defects=("length-stop-reason-set",),
         fields=("stop_reason",),
     ),
     Requirement(
@@ -60,7 +51,6 @@ REQUIREMENTS = [
         "stop_reason is null on an aborted choice",
         needs=("abort",),
         diff=("abort-flow-stream",),
-        defects=("abort-stop-reason-set",),
         fields=("stop_reason",),
     ),
     Requirement(
@@ -70,7 +60,6 @@ REQUIREMENTS = [
         "A matched stop string is cut from text unless include_stop_str_in_output is set.",
         "a matched stop string is cut from text",
         needs=("text-mode",),
-        defects=("stop-string-not-cut",),
     ),
     Requirement(
         "STOP-007",
@@ -80,7 +69,6 @@ REQUIREMENTS = [
         "include_stop_str_in_output keeps the stop string in text",
         needs=("text-mode",),
         diff=("text-stop-include",),
-        defects=("include-stop-str-ignored",),
     ),
     Requirement(
         "STOP-008",
@@ -90,7 +78,6 @@ REQUIREMENTS = [
         "string back.",
         "a stop string is not trimmed from token_ids",
         needs=("text-mode",),
-        defects=("stop-string-trims-tokens",),
     ),
     Requirement(
         "STOP-009",
@@ -99,7 +86,6 @@ REQUIREMENTS = [
         "Stop token ID or string",
         "a matched stop string is the stop_reason",
         needs=("text-mode",),
-        defects=("stop-reason-null",),
     ),
     Requirement(
         "STOP-010",
@@ -110,6 +96,5 @@ REQUIREMENTS = [
         "non-streamed text",
         needs=("text-mode",),
         diff=("text-stream-stop",),
-        defects=("stream-held-text-lost",),
     ),
 ]

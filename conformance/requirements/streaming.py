@@ -22,7 +22,6 @@ REQUIREMENTS = [
             fuzz(120, operations=("generate",), stream=True),
         ),
         diff=("stream",),
-        defects=("stream-bad-framing",),
     ),
     Requirement(
         "STREAM-002",
@@ -34,7 +33,6 @@ REQUIREMENTS = [
         ground="stream-done",
         fuzz=(fuzz(80, checks=("stream_well_framed",)),),
         diff=("stream",),
-        defects=("stream-no-done",),
     ),
     Requirement(
         "STREAM-003",
@@ -44,7 +42,6 @@ REQUIREMENTS = [
         "deltas (token_ids, logprobs) concatenate to the non-streamed result of a seeded request",
         needs=("generate",),
         ground="deltas",
-        defects=("stream-cumulative-deltas", "text-stream-ids-shifted"),
     ),
     Requirement(
         "STREAM-004",
@@ -54,7 +51,6 @@ REQUIREMENTS = [
         "with no new token IDs.",
         "each choice's last chunk carries its finish_reason; no chunk is empty",
         needs=("generate",),
-        defects=("stream-empty-chunk",),
     ),
     Requirement(
         "STREAM-005",
@@ -65,7 +61,6 @@ REQUIREMENTS = [
         source=Source.VLLM,
         evidence="vllm-source-notes §4; captures *.sse",
         needs=("generate",),
-        defects=("stream-finish-reason-early",),
         fields=("finish_reason",),
     ),
     Requirement(
@@ -78,7 +73,6 @@ REQUIREMENTS = [
         evidence="vllm-source-notes §4",
         needs=("generate",),
         diff=("stream-continuous-usage-n2", "stream-n2-logprobs-return-ids"),
-        defects=("stream-multi-choice-chunk",),
         fields=("choices",),
     ),
     Requirement(
@@ -92,7 +86,6 @@ REQUIREMENTS = [
         evidence="vllm-source-notes §4; test_stream_include_usage",
         needs=("generate",),
         diff=("stream-include-usage", "stream-continuous-usage-n2"),
-        defects=("stream-no-usage-chunk",),
     ),
     Requirement(
         "STREAM-008",
@@ -106,7 +99,6 @@ REQUIREMENTS = [
         evidence="vllm-cpu.md 'More behaviour'; captures stream_error_*",
         needs=("generate",),
         diff=("stream-logprobs-21", "stream-dp-rank-5"),
-        defects=("stream-error-as-http", "stream-error-code-500"),
     ),
     Requirement(
         "STREAM-009",
@@ -119,7 +111,6 @@ REQUIREMENTS = [
         evidence="vllm-cpu.md 'More behaviour'",
         needs=("generate",),
         diff=("stream-empty-token-ids",),
-        defects=("stream-schema-error-200",),
     ),
     Requirement(
         "SCHEMA-STREAM-001",
@@ -134,6 +125,5 @@ REQUIREMENTS = [
             ),
             fuzz(60, checks=("stream_chunks_valid",)),
         ),
-        defects=("schema-index-string",),
     ),
 ]

@@ -17,7 +17,6 @@ REQUIREMENTS = [
         anchor="text-mode",
         ground="text-present",
         diff=("text",),
-        defects=("text-missing",),
         fields=("text",),
     ),
     Requirement(
@@ -28,7 +27,6 @@ REQUIREMENTS = [
         "text-mode logprob entries carry bytes",
         needs=("text-mode",),
         diff=("text-logprobs-2",),
-        defects=("text-no-bytes",),
         fields=("bytes",),
     ),
     Requirement(
@@ -40,7 +38,6 @@ REQUIREMENTS = [
         "text-mode logprobs are ChatCompletionLogProbs: token and its UTF-8 bytes everywhere",
         needs=("text-mode",),
         diff=("text-logprobs-2",),
-        defects=("text-logprobs-tokens-shape", "text-stream-bytes-wrong"),
         fields=("logprobs",),
     ),
     Requirement(
@@ -50,7 +47,6 @@ REQUIREMENTS = [
         "text returns text and token IDs in a single call",
         "text mode returns the same token_ids as tokens mode for a seeded request",
         needs=("text-mode",),
-        defects=("text-mode-other-tokens",),
     ),
     Requirement(
         "TEXT-005",
@@ -60,7 +56,6 @@ REQUIREMENTS = [
         "every non-streamed response carries output_mode",
         needs=("generate",),
         anchor="output-mode-echo",
-        defects=("output-mode-not-echoed",),
         fields=("output_mode",),
     ),
     Requirement(
@@ -70,7 +65,6 @@ REQUIREMENTS = [
         "Every response and every stream chunk echoes output_mode.",
         "every stream chunk carries output_mode",
         needs=("generate",),
-        defects=("output-mode-not-echoed", "stream-chunk-no-output-mode", "usage-chunk-other-mode"),
         fields=("output_mode", "text"),
     ),
     Requirement(
@@ -81,7 +75,6 @@ REQUIREMENTS = [
         "the echoed output_mode is the one sent",
         needs=("text-mode",),
         diff=("output-mode-tokens",),
-        defects=("output-mode-wrong-echo",),
         fields=("output_mode", "text"),
     ),
     Requirement(
@@ -93,7 +86,6 @@ REQUIREMENTS = [
         "skip_special_tokens removes special tokens from text",
         needs=("text-mode",),
         diff=("text-skip-special-false",),
-        defects=("skip-special-ignored",),
     ),
     Requirement(
         "TEXT-009",
@@ -104,7 +96,6 @@ REQUIREMENTS = [
         needs=("text-mode",),
         ground="text-deltas",
         diff=("text-stream-n2-usage-logprobs",),
-        defects=("stream-text-cumulative",),
     ),
     Requirement(
         "TEXT-010",
@@ -115,7 +106,6 @@ REQUIREMENTS = [
         expected_status=400,
         needs=("generate",),
         diff=("text-detokenize-false",),
-        defects=("text-detokenize-false-accepted",),
     ),
     Requirement(
         "TEXT-011",
@@ -125,6 +115,5 @@ REQUIREMENTS = [
         "there instead, as /v1/completions does.",
         "token_id:N placeholders, when sent, name the sampled token ids",
         needs=("text-mode",),
-        defects=("placeholder-wrong-id",),
     ),
 ]

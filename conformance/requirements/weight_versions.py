@@ -15,7 +15,6 @@ REQUIREMENTS = [
         "every non-streamed choice carries a weight_versions list",
         needs=("generate",),
         ground="weight-lists",
-        defects=("weight-versions-missing",),
         fields=("weight_versions",),
     ),
     Requirement(
@@ -28,7 +27,6 @@ REQUIREMENTS = [
         needs=("generate",),
         ground="spans-cover",
         sequences=("label-then-generate",),
-        defects=("weight-versions-gap", "text-spans-short"),
     ),
     Requirement(
         "WV-003",
@@ -39,7 +37,6 @@ REQUIREMENTS = [
         "each choice's last chunk carries the list, also after an abort",
         needs=("generate",),
         ground="stream-lists",
-        defects=("stream-no-final-weight-versions",),
         fields=("weight_versions",),
     ),
     Requirement(
@@ -49,7 +46,6 @@ REQUIREMENTS = [
         "Its offsets cover the whole output.",
         "the streamed list covers every streamed token of the choice",
         needs=("generate",),
-        defects=("stream-weight-versions-short", "text-stream-spans-short"),
     ),
     Requirement(
         "WV-005",
@@ -58,7 +54,6 @@ REQUIREMENTS = [
         "Earlier chunks carry null or omit the field.",
         "no list before a choice's last chunk",
         needs=("generate",),
-        defects=("stream-weight-versions-every-chunk",),
         fields=("weight_versions",),
     ),
     Requirement(
@@ -68,7 +63,6 @@ REQUIREMENTS = [
         "An output with no tokens, such as a request aborted before its first token, gets [].",
         "a zero-token output gets []",
         needs=("generate",),
-        defects=("weight-versions-empty-nonempty",),
     ),
     Requirement(
         "WV-007",
@@ -81,7 +75,6 @@ REQUIREMENTS = [
         ground="label-applied",
         fuzz=(fuzz(130, operations=("updateWeightVersion", "finishWeightUpdate")),),
         sequences=("label-then-generate",),
-        defects=("weight-versions-not-reset",),
     ),
     Requirement(
         "WV-008",
@@ -91,7 +84,6 @@ REQUIREMENTS = [
         'the label is "default" (or the one /weight_info reports)',
         needs=("generate",),
         fuzz=(fuzz(130, operations=("weightInfo",)),),
-        defects=("weight-label-not-default", "text-label-other"),
     ),
     Requirement(
         "WV-009",
@@ -100,7 +92,6 @@ REQUIREMENTS = [
         "so a request that crossed one weight update gets two",
         "a label change during a request splits its spans there",
         needs=("weight-labels",),
-        defects=("weight-update-no-split",),
         proofs=(Proof.STATEMENT, Proof.BOUND),
     ),
 ]
