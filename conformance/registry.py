@@ -1,8 +1,10 @@
 """Which check decides which requirements.
 
-`@checks("GEN-REQ-002")` tags a pytest check with the requirement IDs it decides. Unknown IDs are
-an error at import time, so a typo can never leave a requirement silently unchecked; the kit's own
-tests prove the other direction (every requirement has a check).
+`@checks("GEN-REQ-002")` tags a pytest check with the requirement IDs it decides. The requirements
+themselves are declared beside their checks (each check module's `REQUIREMENTS`), so tagging a
+check reads nothing of the catalogue: the IDs are checked when the checks are read (`all_checks`,
+`needs_of`), and an unknown one is an error then, so a typo can never leave a requirement
+silently unchecked; the kit's own tests prove the other direction (every requirement has a check).
 """
 
 from __future__ import annotations
@@ -10,10 +12,10 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from conformance.requirements import by_id
+from conformance.requirements import CHECKS_PACKAGE, by_id
 
 F = TypeVar("F", bound=Callable[..., Any])
 ATTRIBUTE = "__tito_requirements__"
@@ -21,6 +23,7 @@ LAST = "__tito_last__"
 NEEDS = "__tito_needs__"
 _REGISTRY: dict[str, tuple[str, ...]] = {}
 _GROUNDS: dict[str, tuple[str, ...]] = {}
+_BUILDS_ON: dict[str, tuple[str, ...]] = {}
 
 
 @dataclass(frozen=True)
@@ -47,27 +50,20 @@ def checks(
     after_all: bool = False,
 ) -> Callable[[F], F]:
     """Mark a check as deciding `requirement_ids`, needing what those requirements need
-    (`Requirement.needs`) plus its own `needs` (features), `n`, `room`, and the requirements it
-    `builds_on`.
+    (`Requirement.needs`, merged in when first read: `needs_of`) plus its own `needs`
+    (features), `n`, `room`, and the requirements it `builds_on`.
 
     `after_all` checks judge what the others received (they run after them); `last` checks may
     take the server down, so they run after everything else."""
     if not requirement_ids:
         raise ValueError("a check must name at least one requirement")
-    unknown = [rid for rid in (*requirement_ids, *builds_on) if rid not in by_id()]
-    if unknown:
-        raise ValueError(f"unknown requirement id(s): {', '.join(unknown)}")
-
-    features: list[str] = []
-    for name in (*(f for rid in requirement_ids for f in by_id()[rid].needs), *needs):
-        if name not in features:
-            features.append(name)
 
     def mark(fn: F) -> F:
         setattr(fn, ATTRIBUTE, tuple(requirement_ids))
-        setattr(fn, NEEDS, Needs(tuple(features), n, room, tuple(builds_on)))
+        setattr(fn, NEEDS, Needs(tuple(dict.fromkeys(needs)), n, room, tuple(builds_on)))
         setattr(fn, LAST, 2 if last else 1 if after_all else 0)
         _REGISTRY[f"{fn.__module__}.{fn.__qualname__}"] = tuple(requirement_ids)
+        _BUILDS_ON[f"{fn.__module__}.{fn.__qualname__}"] = tuple(builds_on)
         for rid in requirement_ids:
             _GROUNDS[rid] = tuple(dict.fromkeys((*_GROUNDS.get(rid, ()), *builds_on)))
         return fn
@@ -81,9 +77,23 @@ def requirements_of(fn: object) -> tuple[str, ...]:
     return tuple(ids) if isinstance(ids, tuple) else ()
 
 
+def known(requirement_ids: tuple[str, ...], where: str = "") -> tuple[str, ...]:
+    """`requirement_ids`, each checked against the catalogue (ValueError naming the unknown)."""
+    unknown = [rid for rid in requirement_ids if rid not in by_id()]
+    if unknown:
+        raise ValueError(f"unknown requirement id(s){where}: {', '.join(unknown)}")
+    return requirement_ids
+
+
 def needs_of(fn: object) -> Needs:
-    found = getattr(fn, NEEDS, None)
-    return found if isinstance(found, Needs) else Needs()
+    """What a check needs: its requirements' `needs`, then its own (an unknown ID is an error)."""
+    own = getattr(fn, NEEDS, None)
+    if not isinstance(own, Needs):
+        return Needs()
+    ids = requirements_of(fn)
+    known((*ids, *own.builds_on), f" in {getattr(fn, '__qualname__', fn)}")
+    wanted = (*(f for rid in ids for f in by_id()[rid].needs), *own.features)
+    return replace(own, features=tuple(dict.fromkeys(wanted)))
 
 
 def runs_last(fn: object) -> int:
@@ -98,15 +108,17 @@ def grounds_of(rid: str) -> tuple[str, ...]:
     return _GROUNDS.get(rid, ())
 
 
-CHECKS_PACKAGE = "conformance.checks"
-"""Where the check modules are, loaded by name as plugins: they sit above the registry (each
-imports it to tag its checks), so the registry never imports them as a module would."""
-
-
 def all_checks() -> dict[str, tuple[str, ...]]:
-    """Import every check module and return check name -> requirement IDs."""
+    """Import every check module and return check name -> requirement IDs, each ID (and each
+    it builds on) known to the catalogue.
+
+    The check modules (`CHECKS_PACKAGE`) are loaded by name as plugins: they sit above the
+    registry (each imports it to tag its checks), so the registry never imports them as a
+    module would."""
     package = importlib.import_module(CHECKS_PACKAGE)
     for info in pkgutil.iter_modules(package.__path__):
         if info.name.startswith("test_"):
             importlib.import_module(f"{CHECKS_PACKAGE}.{info.name}")
+    for name, ids in _REGISTRY.items():
+        known((*ids, *_BUILDS_ON[name]), f" in {name}")
     return dict(_REGISTRY)

@@ -47,9 +47,24 @@ def test_every_check_names_known_requirements() -> None:
         assert set(ids) <= set(by_id()), name
 
 
-def test_unknown_requirement_is_an_error() -> None:
-    with pytest.raises(ValueError, match="unknown requirement"):
-        checks("NOPE-999")
+def test_unknown_requirement_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tagging reads no catalogue (the catalogue is declared beside the checks); reading the
+    checks does, and a typo is an error there."""
+    from conformance import registry
+
+    for table in ("_REGISTRY", "_BUILDS_ON", "_GROUNDS"):
+        monkeypatch.setattr(registry, table, dict(getattr(registry, table)))
+
+    @checks("NOPE-999")
+    def typo() -> None: ...
+
+    @checks("GEN-001", builds_on=("NOPE-998",))
+    def grounded_on_a_typo() -> None: ...
+
+    with pytest.raises(ValueError, match=r"unknown requirement id\(s\) in .*typo: NOPE-999"):
+        all_checks()
+    with pytest.raises(ValueError, match=r"in .*grounded_on_a_typo: NOPE-998"):
+        registry.needs_of(grounded_on_a_typo)
     with pytest.raises(ValueError):
         checks()
 

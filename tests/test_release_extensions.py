@@ -21,7 +21,7 @@ from conformance.api import schema_problems
 from conformance.requirements import Level, Source, all_requirements
 from conformance.run.embedded import QUICK, embedded_mock
 from conformance.run.runner import run
-from conformance.server.features import ANCHORS, KNOWN_FEATURES, Features
+from conformance.server.features import KNOWN_FEATURES, Features, anchors
 from conformance.verdicts.levels import group_of, level_of
 from conformance.verdicts.results import Report, SkipKind, Status, exit_code
 from mock_server.behaviour.defects import DEFECTS, RELEASE_034
@@ -54,7 +54,7 @@ def test_release_requirements_are_claimable_extensions() -> None:
         assert req.needs and req.needs[0] in FEATURES, req.id  # never judged unasked
         for name in req.defects:
             assert DEFECTS[name].flags == RELEASE_034 and req.id in DEFECTS[name].requirements
-    assert set(FEATURES) <= set(KNOWN_FEATURES) and set(FEATURES) <= set(ANCHORS)
+    assert set(FEATURES) <= set(KNOWN_FEATURES) and set(FEATURES) <= set(anchors())
     assert {group_of(rid) for rid in EXT} == {"derender-mode", "parse-context"}
 
 

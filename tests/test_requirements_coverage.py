@@ -16,8 +16,7 @@ import pytest
 from conformance import coverage
 from conformance.cli import main
 from conformance.fuzz import findings, stateful
-from conformance.fuzz.campaign import SEQUENCE_COVERS
-from conformance.fuzz.covers import FUZZ_COVERS
+from conformance.fuzz.covers import fuzz_covers, sequence_covers
 from conformance.fuzz.engine import _CHECK_OF_FAILURE
 from conformance.fuzz.expectations import operations
 from conformance.fuzz.oracles import OUR_CHECKS
@@ -66,7 +65,7 @@ def test_defect_column_reads_the_mock_catalogue(matrix: coverage.Coverage) -> No
 def test_suite_and_fuzz_columns(matrix: coverage.Coverage) -> None:
     rows = {r.id: r for r in matrix.rows}
     assert all(r.counts["suite"] >= 1 for r in matrix.rows)  # every requirement has a check
-    assert {rid for rid, r in rows.items() if r.counts["fuzz"]} == FUZZ_COVERS
+    assert {rid for rid, r in rows.items() if r.counts["fuzz"]} == fuzz_covers()
 
 
 def _requirements_for_range() -> set[str]:
@@ -97,10 +96,10 @@ def _stateful_ids() -> set[str]:
 
 
 def test_fuzz_covers_is_what_the_fuzzer_can_file_under() -> None:
-    sequences = set().union(*SEQUENCE_COVERS.values())
+    sequences = set().union(*sequence_covers().values())
     assert _stateful_ids() <= sequences
-    assert _requirements_for_range() | sequences == FUZZ_COVERS
-    assert set(FUZZ_COVERS) <= set(by_id())
+    assert _requirements_for_range() | sequences == fuzz_covers()
+    assert set(fuzz_covers()) <= set(by_id())
 
 
 def test_diff_column_is_what_requirements_declare(matrix: coverage.Coverage) -> None:
@@ -174,11 +173,11 @@ def test_the_map_lives_in_the_requirements() -> None:
     from conformance.grounds import graph, probes
     from conformance.server import features
 
-    assert {r.anchor: r.id for r in all_requirements() if r.anchor} == features.ANCHORS
+    assert {r.anchor: r.id for r in all_requirements() if r.anchor} == features.anchors()
     grounds = {r.ground for r in all_requirements() if r.ground}
     assert grounds == set(probes.PROBES)  # every probe grounds a requirement, and back
     assert set(graph.foundations()) == {r.id for r in all_requirements() if r.ground}
-    assert all(r.fuzz or r.id not in FUZZ_COVERS or r.sequences for r in all_requirements())
+    assert all(r.fuzz or r.id not in fuzz_covers() or r.sequences for r in all_requirements())
     orders = [rule.order for r in all_requirements() for rule in r.fuzz]
     assert min(orders) > 0 and len(set(orders)) >= 10
 

@@ -30,9 +30,13 @@ __all__ = [
     "Level",
     "Requirement",
     "Source",
+    "CHECKS_PACKAGE",
     "all_requirements",
     "by_id",
 ]
+
+CHECKS_PACKAGE = "conformance.checks"
+"""Where the check modules are (`conformance.registry` reads their checks)."""
 
 _MODULES = (
     core,

@@ -7,8 +7,10 @@ Features are detected from the server, never configured: the user may *claim* fe
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from conformance.requirements import all_requirements
@@ -59,11 +61,16 @@ KNOWN_FEATURES = (
     "derender-stream",  # ... streamed (0.34+)
     "parse-context",  # parse_context.return_tokens_as_token_ids (0.34+)
 )
-ANCHORS = {r.anchor: r.id for r in all_requirements() if r.anchor}
-"""The requirement that states each feature is there (`Requirement.anchor`). A claimed feature
-the server lacks fails that one; every other check needing the feature is blocked naming it (one
-defect, one requirement), unless the run does not include it."""
 GENERATING = ("scale-out", "tokens-only")  # the claims that promise a working generate
+
+
+@cache
+def anchors() -> Mapping[str, str]:
+    """The requirement that states each feature is there (`Requirement.anchor`). A claimed
+    feature the server lacks fails that one; every other check needing the feature is blocked
+    naming it (one defect, one requirement), unless the run does not include it. Read when first
+    asked, never at import: the modules that declare the catalogue import this one."""
+    return {r.anchor: r.id for r in all_requirements() if r.anchor}
 
 
 class ProbeError(Exception):
@@ -129,12 +136,12 @@ class Features:
         scale-out server whose generate is missing fails GEN-003, not every abort check."""
         root = self.generating_claim(claims)
         if root is not None and name != root:
-            return ANCHORS[root]
+            return anchors()[root]
         if name == "text-mode" and self.tokenizer and not self.output_mode_echo:
-            return ANCHORS["output-mode-echo"]
+            return anchors()["output-mode-echo"]
         if name in DERENDER_PARTS and not self.derender and "output-mode-derender" in claims:
-            return ANCHORS["output-mode-derender"]
-        return ANCHORS.get(name)
+            return anchors()["output-mode-derender"]
+        return anchors().get(name)
 
     def why_not(self, name: str) -> str:
         """Why a feature is absent, for skip reasons."""
