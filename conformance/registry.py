@@ -9,13 +9,11 @@ silently unchecked; the kit's own tests prove the other direction (every require
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from conformance.requirements import CHECKS_PACKAGE, by_id
+from conformance.requirements import by_id, check_modules
 
 F = TypeVar("F", bound=Callable[..., Any])
 ATTRIBUTE = "__tito_requirements__"
@@ -112,13 +110,10 @@ def all_checks() -> dict[str, tuple[str, ...]]:
     """Import every check module and return check name -> requirement IDs, each ID (and each
     it builds on) known to the catalogue.
 
-    The check modules (`CHECKS_PACKAGE`) are loaded by name as plugins: they sit above the
-    registry (each imports it to tag its checks), so the registry never imports them as a
-    module would."""
-    package = importlib.import_module(CHECKS_PACKAGE)
-    for info in pkgutil.iter_modules(package.__path__):
-        if info.name.startswith("test_"):
-            importlib.import_module(f"{CHECKS_PACKAGE}.{info.name}")
+    The check modules are loaded by name as plugins (`requirements.check_modules`, which
+    the catalogue's loader reads too): they sit above the registry (each imports it to tag its
+    checks), so the registry never imports them as a module would."""
+    check_modules()  # importing them fills the registry
     for name, ids in _REGISTRY.items():
         known((*ids, *_BUILDS_ON[name]), f" in {name}")
     return dict(_REGISTRY)

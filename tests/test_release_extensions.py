@@ -3,9 +3,10 @@
 vLLM 0.33 adds `output_mode: "derender"` and `parse_context`, 0.34 the streamed derender answer
 and `parse_context.return_tokens_as_token_ids`. The document's rules never fail a server for
 them; where a server shows them or a vendor claims them (`--expect`), the EXT-* requirements
-(`conformance/requirements/releases.py`) judge them. These prove: a 0.32 server is untouched
-(skipped, the run passes), a 0.34 mock passes them all, a claim a 0.32 server cannot keep fails
-its anchor and nothing else, and each defect of theirs fails its requirement and little else.
+(`conformance/checks/test_release_extensions.py`) judge them. These prove: a 0.32 server is
+untouched (skipped, the run passes), a 0.34 mock passes them all, a claim a 0.32 server cannot
+keep fails its anchor and nothing else, and each defect of theirs fails its requirement and
+little else.
 Every run is the whole suite against the embedded mock (a few seconds each).
 """
 

@@ -19,9 +19,89 @@ from conformance.inflight.attempts import (
 )
 from conformance.outcomes import Absent, Blocked
 from conformance.registry import checks
+from conformance.requirements.model import MUST, SHOULD, Feature, Proof, Requirement, Source, fuzz
 from conformance.session import Session
 from conformance.tito.semantics import check_spans, fail
 from conformance.wire import Reply
+
+REQUIREMENTS = [
+    Requirement(
+        "STOP-005",
+        MUST,
+        Feature.STOP,
+        "`null` on EOS, length and abort.",
+        "stop_reason is null on an aborted choice",
+        needs=("abort",),
+        diff=("abort-flow-stream",),
+        fields=("stop_reason",),
+    ),
+    Requirement(
+        "ABORT-001",
+        MUST,
+        Feature.ABORT,
+        "It is registered wherever /inference/v1/generate is",
+        "/inference/v1/abort_requests answers wherever generate does",
+        expected_status=200,
+        needs=("generate",),
+        anchor="abort",
+        ground="abort-route",
+    ),
+    Requirement(
+        "ABORT-002",
+        MUST,
+        Feature.ABORT,
+        "POST /inference/v1/abort_requests aborts in-flight requests.",
+        "aborting a live stream ends it with a finish_reason abort chunk, then [DONE]",
+        needs=("abort",),
+        sequences=("generate-then-abort",),
+        diff=("abort-flow-stream", "abort-flow-stream-n2-usage"),
+        proofs=(Proof.STATEMENT, Proof.ENGINE, Proof.BOUND),
+    ),
+    Requirement(
+        "ABORT-003",
+        MUST,
+        Feature.ABORT,
+        "POST /inference/v1/abort_requests aborts in-flight requests.",
+        "aborting a live non-streamed request answers it with finish_reason abort",
+        needs=("abort",),
+        diff=("abort-flow-nonstream",),
+        proofs=(Proof.STATEMENT, Proof.ENGINE, Proof.BOUND),
+    ),
+    Requirement(
+        "ABORT-004",
+        SHOULD,
+        Feature.ABORT,
+        "An aborted non-streamed request answers 200 with the tokens generated so far.",
+        "an aborted non-streamed request keeps its partial output",
+        source=Source.VLLM,
+        evidence="capture abort_target_nonstream (65 tokens, finish_reason abort)",
+        needs=("abort",),
+        diff=("abort-flow-nonstream",),
+        proofs=(Proof.STATEMENT,),
+    ),
+    Requirement(
+        "ABORT-005",
+        MUST,
+        Feature.ABORT,
+        "A missing request_ids returns a 400.",
+        "abort without request_ids is a 400",
+        expected_status=400,
+        needs=("abort",),
+        diff=("abort-missing-ids",),
+    ),
+    Requirement(
+        "ABORT-006",
+        MUST,
+        Feature.ABORT,
+        "The response is empty and the abort finishes in the background.",
+        "abort answers 200 with an empty body",
+        expected_status=200,
+        needs=("abort",),
+        fuzz=(fuzz(130, operations=("abortRequests",)),),
+        sequences=("generate-then-abort",),
+        diff=("abort-unknown-id", "abort-string-ids", "abort-empty-list"),
+    ),
+]
 
 LONG = api.body(None, ignore_eos=True)  # the server's default max_tokens: a long request
 

@@ -15,11 +15,15 @@ from typing import Any
 from conformance.grounds import TEXT_GROUND, builds_on
 from conformance.outcomes import Absent, Blocked
 from conformance.registry import checks
+from conformance.requirements.model import Requirement
 from conformance.session import Session
 from conformance.tito import semantics
 from conformance.tito.answers import Answer
 from conformance.tito.semantics import as_bytes, fail
 from conformance.tito.streamed import index_of
+
+REQUIREMENTS: list[Requirement] = []
+"""None of its own: each requirement these judge again is declared with its own check."""
 
 
 def _text_form(content: list[dict[str, Any]]) -> bool:

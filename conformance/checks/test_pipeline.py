@@ -6,9 +6,74 @@ from conformance import api
 from conformance.grounds import builds_on
 from conformance.outcomes import Blocked
 from conformance.registry import checks
+from conformance.requirements.model import MUST, Feature, Requirement, fuzz
 from conformance.server.features import CHAT_RENDER, DERENDER, RENDER
 from conformance.session import Session
 from conformance.tito.semantics import fail
+
+REQUIREMENTS = [
+    Requirement(
+        "RENDER-001",
+        MUST,
+        Feature.RENDER,
+        "--enable-scale-out registers it, with /render, /derender",
+        "render and derender answer on a scale-out server",
+        expected_status=200,
+        needs=("scale-out",),
+        anchor="render",
+        fuzz=(
+            fuzz(
+                130,
+                operations=(
+                    "renderCompletions",
+                    "renderChatCompletions",
+                    "derenderCompletions",
+                    "derenderChatCompletions",
+                ),
+            ),
+        ),
+        diff=(
+            "render-completions-text",
+            "render-completions-token-prompt",
+            "render-chat",
+            "derender-completions",
+            "derender-chat",
+            "derender-minimal",
+        ),
+    ),
+    Requirement(
+        "RENDER-002",
+        MUST,
+        Feature.RENDER,
+        "It is also the generation step of the render → generate → derender pipeline used in "
+        "disaggregated serving",
+        "a render result posts to generate unchanged, and its response derenders",
+        expected_status=200,
+        needs=("render",),
+        sequences=("render-generate-derender",),
+    ),
+    Requirement(
+        "RENDER-003",
+        MUST,
+        Feature.RENDER,
+        '/derender only accepts output_mode: "tokens" responses and returns a 400 for text '
+        "responses which are already detokenized.",
+        "derender refuses a text-mode response with a 400",
+        expected_status=400,
+        needs=("render", "text-mode"),
+        diff=("derender-text-rejected",),
+    ),
+    Requirement(
+        "MM-001",
+        MUST,
+        Feature.MULTIMODAL,
+        "Multimodal input, mutually exclusive.",
+        "features together with content_parts is a 400",
+        expected_status=400,
+        needs=("generate",),
+        diff=("features-and-content-parts",),
+    ),
+]
 
 ASKED = {"max_tokens": 4, "temperature": 0.8, "top_p": 0.9, "min_p": 0.05, "seed": 7}
 """What the render requests set, each of them in the result; the rest of a render's

@@ -1,4 +1,4 @@
-"""What a router must preserve between the client and its engines (`requirements/router.py`).
+"""What a router must preserve between the client and its engines (`REQUIREMENTS` below).
 
 These run only when the run knows its topology (`--engine URL` per engine): each sends through
 the router (the server under test) and, where the duty is to pass something on unchanged, asks
@@ -15,11 +15,126 @@ from conformance.checks.test_abort import aborted_stream, judge_abort_landed
 from conformance.grounds.routed import REJECTED, stream_pacing
 from conformance.inflight.attempts import Inconclusive
 from conformance.registry import checks
+from conformance.requirements.model import MUST, ROUTED, SHOULD, Feature, Proof, Requirement, Source
 from conformance.server.dp_rank import HEADER as RANK_HEADER
 from conformance.server.dp_rank import MAX_DP_PROBE, pinned, rejected
 from conformance.session import Session
 from conformance.tito.semantics import fail
 from conformance.wire import Client, Reply
+
+REQUIREMENTS = [
+    Requirement(
+        "ROUTER-001",
+        MUST,
+        Feature.ROUTER,
+        "POST /inference/v1/abort_requests aborts in-flight requests.",
+        "an abort through the router ends the request on the engine that runs it",
+        source=Source.DERIVED,
+        evidence="a router serving the route must reach the engine that runs the request; "
+        "vllm-router 0.1.17 forwards it round-robin to one engine (routers.md)",
+        needs=(*ROUTED, "abort"),
+        proofs=(Proof.STATEMENT, Proof.BOUND),
+    ),
+    Requirement(
+        "ROUTER-002",
+        MUST,
+        Feature.ROUTER,
+        "With --tokens-only, the same handler is also served at POST /abort_requests for "
+        "existing deployments.",
+        "an abort through the router's /abort_requests ends the request on its engine",
+        source=Source.DERIVED,
+        evidence="the legacy route is the same handler: it must reach the engine too",
+        needs=(*ROUTED, "legacy-abort"),
+        proofs=(Proof.STATEMENT, Proof.BOUND),
+    ),
+    Requirement(
+        "ROUTER-005",
+        MUST,
+        Feature.ROUTER,
+        "A rank outside [0, data_parallel_size) is rejected.",
+        "X-data-parallel-rank reaches the engine: a rank it rejects is still a 400 through "
+        "the router",
+        source=Source.DERIVED,
+        evidence="the header pins a request to a rank; a router that drops it load-balances "
+        "a request the engine would reject",
+        needs=ROUTED,
+        ground="rank-passes",
+    ),
+    Requirement(
+        "ROUTER-006",
+        SHOULD,
+        Feature.ROUTER,
+        "The request ID is the request_id the server returned: the X-Request-Id header or body "
+        "request_id you sent, prefixed with generate-tokens-.",
+        "the router passes the client's request id on (header and body), so the id the client "
+        "aborts by is the engine's",
+        source=Source.DERIVED,
+        evidence="a router that renames requests leaves the client no id to abort by",
+        needs=ROUTED,
+        ground="ids-pass",
+    ),
+    Requirement(
+        "ROUTER-007",
+        SHOULD,
+        Feature.ROUTER,
+        "Every response and every stream chunk echoes output_mode.",
+        "the router passes the engine's output_mode echo through, in bodies and chunks",
+        source=Source.DERIVED,
+        evidence="clients tell token-only from text answers by the echo",
+        needs=ROUTED,
+        ground="echo-passes",
+    ),
+    Requirement(
+        "ROUTER-008",
+        SHOULD,
+        Feature.ROUTER,
+        "A chunk is sent whenever the engine output carries new text or a finish_reason, even "
+        "with no new token IDs.",
+        "streams are not buffered: the first chunk reaches the client while the engine still "
+        "generates",
+        source=Source.DERIVED,
+        evidence="a router that buffers a stream turns it into a slow non-streamed answer",
+        needs=ROUTED,
+        ground="stream-paced",
+    ),
+    Requirement(
+        "ROUTER-009",
+        MUST,
+        Feature.ROUTER,
+        "A missing request_ids returns a 400.",
+        "an engine's error answer passes through unchanged: its status and vLLM's error body, "
+        "never a 502 or plain text for an engine's 400",
+        source=Source.DERIVED,
+        evidence="the quoted 400 is the document's, for every server: a router that turns it "
+        "into a 502 or plain text breaks it; clients branch on the status and read "
+        "error.message",
+        needs=ROUTED,
+        ground="errors-pass",
+    ),
+    Requirement(
+        "ROUTER-010",
+        MUST,
+        Feature.ROUTER,
+        "It is registered wherever /inference/v1/generate is and requires the API key when "
+        "--api-key is set, like /inference/v1/generate.",
+        "through the router, every guarded path still requires the engines' API key, and "
+        "lets the key through",
+        source=Source.DERIVED,
+        evidence="a router that sends its own key upstream opens the engines to anyone",
+        needs=(*ROUTED, "api-key"),
+        ground="key-passes",
+    ),
+]
+"""What a router in front of several engines must preserve (issue 20).
+
+The document speaks of one server. Behind a router, each of its sentences still holds for the
+client, and the router is what can break it: an abort forwarded to the wrong engine, a stream
+held back, an engine's 400 turned into a 502. Each duty below quotes the sentence it follows
+from (`Source.DERIVED`: the text is the document's, the title is the router's duty) and is a
+SHOULD unless that sentence is itself a MUST for every server. They apply only to a run that
+knows its topology (`tito-conformance run --engine URL ...`: the `router` feature), and their
+checks read the engines directly to tell the router's doing from an engine's.
+"""
 
 
 def _engines(s: Session) -> list[Client]:

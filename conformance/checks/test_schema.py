@@ -17,9 +17,41 @@ from conformance import api
 from conformance.grounds.graph import UNREADABLE_ERRORS
 from conformance.outcomes import Blocked
 from conformance.registry import checks
+from conformance.requirements.model import MUST, Feature, Requirement, fuzz
 from conformance.session import MEDIA, Session
 from conformance.tito.semantics import fail
 from conformance.verdicts.form import uncharged
+
+REQUIREMENTS = [
+    Requirement(
+        "SCHEMA-GEN-001",
+        MUST,
+        Feature.CORE,
+        "The top level adds request_id, usage, prompt_token_ids and prompt_logprobs.",
+        "every non-streamed generate response is valid against the spec's GenerateResponse",
+        needs=("generate",),
+        fuzz=(
+            fuzz(
+                50, checks=("response_schema_conformance",), operations=("generate",), stream=False
+            ),
+        ),
+        diff=("basic",),
+    ),
+    Requirement(
+        "SCHEMA-STREAM-001",
+        MUST,
+        Feature.STREAMING,
+        "Stream chunks carry the same per-choice fields for the new tokens.",
+        "every stream event is valid against the spec's GenerateStreamPayload",
+        needs=("generate",),
+        fuzz=(
+            fuzz(
+                50, checks=("response_schema_conformance",), operations=("generate",), stream=True
+            ),
+            fuzz(60, checks=("stream_chunks_valid",)),
+        ),
+    ),
+]
 
 SHOWN = 5
 

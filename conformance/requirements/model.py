@@ -1,4 +1,9 @@
-"""What a requirement is: an ID, a level, a feature and the words it comes from."""
+"""What a requirement is: an ID, a level, a feature and the words it comes from.
+
+Requirements are declared with these in the check modules that decide them (each module's
+`REQUIREMENTS`; `conformance.requirements` joins them), and the values several of them share
+(`ROUTED`, `GATED_OPERATIONS`, `DISABLED_MESSAGE`, ...) are kept here.
+"""
 
 from __future__ import annotations
 
@@ -99,6 +104,12 @@ GATED_OPERATIONS = (
 """The operations a server without either flag answers with the 403."""
 SCHEMA_CHECKS = ("response_schema_conformance", "content_type_conformance")
 """schemathesis's checks of an answer's form (a 4xx's form is ERR-002's)."""
+ROUTED = ("router", "generate")
+"""What a router's duty needs: a run that knows its topology, and a working generate."""
+DISABLED_MESSAGE = (
+    "Scale-out endpoints are disabled. Restart vllm serve with --enable-scale-out to enable them."
+)
+"""The 403's message on a server started with neither flag (DISABLED-002 quotes it)."""
 
 
 def fuzz(
@@ -111,7 +122,7 @@ def fuzz(
     statuses: tuple[int, int] | None = None,
     stream: bool | None = None,
 ) -> FuzzRule:
-    """A `FuzzRule`, spelled with tuples (what the catalogue modules write)."""
+    """A `FuzzRule`, spelled with tuples (what the check modules' `REQUIREMENTS` write)."""
     return FuzzRule(
         order,
         frozenset(checks),

@@ -56,7 +56,7 @@ KNOWN_FEATURES = (
     "router",  # the run knows its topology: --engine URLs behind --base-url (issue 20)
     "routed-experts",  # started with --enable-return-routed-experts (see `outputs`)
     "sampling-mask",  # started with --return-sampling-mask
-    # release extensions past the document's 0.32 (`requirements/releases.py`)
+    # release extensions past the document's 0.32 (`checks/test_release_extensions.py`)
     "output-mode-derender",  # output_mode "derender" (0.33+)
     "derender-stream",  # ... streamed (0.34+)
     "parse-context",  # parse_context.return_tokens_as_token_ids (0.34+)

@@ -81,7 +81,7 @@ GROUPS: tuple[Group, ...] = (
     Group("sampling-mask", reads=("GEN-RESP-007",), detect="sampling-mask"),
     Group("router", features=(Feature.ROUTER,), detect="router"),
     # release extensions (vLLM 0.33+, not in the document): text mode's, judged where detected
-    # or claimed (`requirements/releases.py`)
+    # or claimed (`checks/test_release_extensions.py`)
     Group(
         "derender-mode", ids=("EXT-DERENDER-001", "EXT-DERENDER-002"), detect="output-mode-derender"
     ),
