@@ -33,7 +33,6 @@ from mock_server.wire.jsonbody import parse_json
 UNSUPPORTED_MEDIA = (
     "1 validation error:\n  Unsupported Media Type: Only 'application/json' is allowed"
 )
-FAST = True  # tests turn it off to compare the fast paths with the general ones
 ENGINE_DEAD = "EngineCore encountered an issue. See stack trace (above) for the root cause."
 
 
@@ -81,7 +80,7 @@ class GenerateEndpoint:
             raise
         body = cfg.release.known(body)  # an older release ignores the fields it lacks
         try:
-            return (FAST and parse_plain(body, cfg)) or parse_generate(body, cfg)
+            return (cfg.fast.generate and parse_plain(body, cfg)) or parse_generate(body, cfg)
         except ValidationFailure as failure:
             streamed = isinstance(body, dict) and body.get("stream") is True
             if streamed and parse.schema_error_streamed:
@@ -149,7 +148,7 @@ class GenerateEndpoint:
                 watch()
                 await stream_job(send, cfg, engine, job, builder, gone)
                 return
-            if FAST:
+            if cfg.fast.generate:
                 # The watcher starts when the engine first hands the loop over: a request
                 # that completes in one go (most, without --mock-itl-ms) needs no task.
                 await engine.complete(job, watch)
@@ -171,7 +170,7 @@ class GenerateEndpoint:
         if sampling.prompt_logprob_token_ids is not None:  # 0.34's, else a 400
             rows = sampling.prompt_logprob_token_ids
             scores = prompt_id_scores(engine.model, req.token_ids, rows, start)
-        data = plain_full(builder) if FAST and plp is None and scores is None else None
+        data = plain_full(builder) if cfg.fast.generate and plp is None and scores is None else None
         if data is None:
             body = builder.full(plp, scores)
             text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
