@@ -10,7 +10,7 @@ LAYERS = (
     "transforms",
     "answers",
     "endpoints",
-    "pipeline",
+    "rendering",
     "serve",
     "router",
     "harness",

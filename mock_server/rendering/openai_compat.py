@@ -29,8 +29,8 @@ from mock_server.engine.core import Engine, Job
 from mock_server.parsing import coerce as c
 from mock_server.parsing import serving_checks as checks
 from mock_server.parsing.request import GenerateRequest, parse_generate
-from mock_server.pipeline.openai_bodies import Answer, chat_chunks, completion_chunks
-from mock_server.pipeline.render import EMPTY_PROMPT, read_object, render_chat, render_completion
+from mock_server.rendering.openai_bodies import Answer, chat_chunks, completion_chunks
+from mock_server.rendering.render import EMPTY_PROMPT, read_object, render_chat, render_completion
 from mock_server.wire.errors import ApiError, ValidationFailure
 
 Handler = Callable[[Request], Awaitable[Response]]
