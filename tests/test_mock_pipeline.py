@@ -24,7 +24,7 @@ MAY_ASK = {
     "behaviour/config.py",
     "behaviour/defects.py",
     "harness/tito_mock.py",
-    "behaviour/policies/registry.py",
+    "behaviour/policies.py",
     "transforms/transformers.py",
 }
 PROFILES = {

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from mock_server.behaviour.defects import DEFECTS, catalogue_text
-from mock_server.behaviour.policies import Policies, build_policies
+from mock_server.behaviour.policies import Policies
+from mock_server.behaviour.policies import build as build_policies
 from mock_server.behaviour.releases import DEFAULT, RELEASES, Release, release_of
 
 DEFAULT_VOCAB = 151936
