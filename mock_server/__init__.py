@@ -10,6 +10,7 @@ LAYERS = (
     "transforms",
     "answers",
     "endpoints",
+    "stages",
     "rendering",
     "serve",
     "router",

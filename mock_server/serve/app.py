@@ -17,7 +17,6 @@ from mock_server.behaviour.config import MockConfig
 from mock_server.endpoints import mock_stats
 from mock_server.endpoints.abort import AbortEndpoint, DevAbortEndpoint
 from mock_server.endpoints.dev import dev_endpoints
-from mock_server.endpoints.generate import GenerateEndpoint
 from mock_server.endpoints.metrics import CONTENT_TYPE, prometheus_text
 from mock_server.endpoints.pause import pause_routes
 from mock_server.endpoints.state import AppState
@@ -29,6 +28,7 @@ from mock_server.rendering.render_apis import render_api_routes
 from mock_server.rendering.tokenize import tokenize_routes
 from mock_server.serve.auth import AuthMiddleware
 from mock_server.serve.direct import MockApp
+from mock_server.stages.route import GenerateEndpoint
 
 
 def _permission(now: int) -> dict[str, Any]:
