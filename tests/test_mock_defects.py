@@ -1,4 +1,11 @@
-"""Every catalogued defect changes the wire: the same probe differs with and without it."""
+"""Catalogued defects change the wire: each probe's answer differs with and without its defect.
+
+A probe is a quick, suite-free witness, not a toll: a new defect needs no row here. What proves
+every defect, probed or not, is the suite run against it: test_conformance_blast_radius.py runs
+the whole suite per defect (its declared requirements fail, little else does), and
+test_conformance_defects.py holds the catalogue's targets to the requirements. The probes
+here (and in test_mock_defects_more.py) are all kept.
+"""
 
 from __future__ import annotations
 
@@ -284,13 +291,13 @@ def normalise(value: Any) -> Any:
     return value
 
 
-def test_every_defect_has_a_probe() -> None:
+def test_every_probe_is_of_a_catalogued_defect() -> None:
+    """No probe outlives its defect or is said twice; a defect without one is proven by the
+    suite (this module's docstring)."""
     from test_mock_defects_more import MORE  # the later defects' probes (its own file)
 
     assert not set(PROBES) & set(MORE)
-    probed = set(PROBES) | set(MORE)
-    timing = {"disconnect-no-abort", "disconnect-whole-no-abort"}  # no answer differs
-    assert probed - timing == set(DEFECTS) - timing
+    assert set(PROBES) | set(MORE) <= set(DEFECTS)
 
 
 @pytest.mark.parametrize("name", sorted(PROBES))

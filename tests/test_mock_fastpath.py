@@ -16,12 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mock_server.behaviour.config import parse_args
-from mock_server.endpoints import generate
+from mock_server.behaviour.config import FastPaths, parse_args
 from mock_server.engine.core import Engine, Job
 from mock_server.harness.testing import asgi_client
 from mock_server.parsing.request import parse_generate, parse_plain
-from mock_server.serve import direct
 from mock_server.wire.errors import ApiError, ValidationFailure
 
 PROMPT = [151644, 872, 198]
@@ -219,15 +217,13 @@ REQUESTS: list[tuple[list[str], Any, dict[str, str]]] = [
 ]
 
 
-async def _answers(monkeypatch: pytest.MonkeyPatch, fast: bool) -> list[tuple[int, Any, bytes]]:
-    monkeypatch.setattr(generate, "FAST", fast)
-    monkeypatch.setattr(direct, "DIRECT", fast)
+async def _answers(fast: FastPaths) -> list[tuple[int, Any, bytes]]:
     out = []
     clients: dict[str, Any] = {}
     for argv, body, headers in REQUESTS:
         key = " ".join(argv)
         if key not in clients:
-            clients[key] = asgi_client(argv)
+            clients[key] = asgi_client(argv, fast=fast)
         content = json.dumps(body).encode()
         headers = {"Content-Type": "application/json", **headers}
         r = await clients[key].post("/inference/v1/generate", content=content, headers=headers)
@@ -237,9 +233,9 @@ async def _answers(monkeypatch: pytest.MonkeyPatch, fast: bool) -> list[tuple[in
     return out
 
 
-def test_fast_paths_answer_what_the_general_paths_answer(monkeypatch: pytest.MonkeyPatch) -> None:
-    fast = asyncio.run(_answers(monkeypatch, True))
-    general = asyncio.run(_answers(monkeypatch, False))
+def test_fast_paths_answer_what_the_general_paths_answer() -> None:
+    fast = asyncio.run(_answers(FastPaths()))
+    general = asyncio.run(_answers(FastPaths(generate=False, direct=False)))
     assert len(fast) == len(REQUESTS)
     unseeded = re.compile(rb"generate-tokens-[0-9a-f]{16}")  # a random id without a header
     for a, b in zip(fast, general, strict=True):

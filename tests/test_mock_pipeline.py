@@ -11,16 +11,11 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from mock_server import transforms
-from mock_server.answers import streaming
-from mock_server.behaviour.config import parse_args
+from mock_server.behaviour.config import GENERAL, FastPaths, parse_args
 from mock_server.behaviour.defects import DEFECTS
 from mock_server.behaviour.policies import STAGES, Policies, registered
-from mock_server.endpoints import generate
 from mock_server.harness.testing import asgi_client
-from mock_server.serve import direct
 from mock_server.transforms.transformers import KINDS
 
 MOCK = Path(__file__).resolve().parent.parent / "mock_server"
@@ -29,7 +24,7 @@ MAY_ASK = {
     "behaviour/config.py",
     "behaviour/defects.py",
     "harness/tito_mock.py",
-    "behaviour/policies/registry.py",
+    "behaviour/policies.py",
     "transforms/transformers.py",
 }
 PROFILES = {
@@ -79,13 +74,10 @@ def _requests() -> list[tuple[list[str], dict[str, Any]]]:
     return out
 
 
-async def _answers(monkeypatch: pytest.MonkeyPatch, fast: bool) -> list[tuple[int, bytes]]:
-    monkeypatch.setattr(generate, "FAST", fast)
-    monkeypatch.setattr(direct, "DIRECT", fast)
-    monkeypatch.setattr(streaming, "TEMPLATES", fast)
+async def _answers(fast: FastPaths) -> list[tuple[int, bytes]]:
     out = []
     for argv, body in _requests():
-        async with asgi_client(argv) as c:
+        async with asgi_client(argv, fast=fast) as c:
             headers = {"Authorization": "Bearer k", "X-Request-Id": "r"}
             r = await c.post(
                 "/inference/v1/generate",
@@ -96,10 +88,8 @@ async def _answers(monkeypatch: pytest.MonkeyPatch, fast: bool) -> list[tuple[in
     return out
 
 
-def test_defect_runs_answer_the_same_on_the_fast_and_general_paths(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    fast = asyncio.run(_answers(monkeypatch, True))
-    general = asyncio.run(_answers(monkeypatch, False))
+def test_defect_runs_answer_the_same_on_the_fast_and_general_paths() -> None:
+    fast = asyncio.run(_answers(FastPaths()))
+    general = asyncio.run(_answers(GENERAL))
     for (argv, body), a, b in zip(_requests(), fast, general, strict=True):
         assert a == b, (argv, body)

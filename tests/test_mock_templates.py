@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mock_server.answers import streaming
+from mock_server.behaviour.config import FastPaths
 from mock_server.harness.testing import asgi_client
 
 PROMPT = [151644, 872, 198]
@@ -31,8 +31,14 @@ CASES: list[tuple[list[str], dict[str, Any], dict[str, Any]]] = [
 ]
 
 
-async def _stream(argv: list[str], payload: dict[str, Any], headers: dict[str, Any]) -> bytes:
-    async with asgi_client(["--enable-scale-out", *argv]) as client:
+async def _stream(
+    argv: list[str],
+    payload: dict[str, Any],
+    headers: dict[str, Any],
+    templates: bool = True,
+) -> bytes:
+    fast = FastPaths(templates=templates)
+    async with asgi_client(["--enable-scale-out", *argv], fast=fast) as client:
         headers = {"X-Request-Id": "fixed", **headers}  # otherwise a random id
         response = await client.post("/inference/v1/generate", json=payload, headers=headers)
         assert response.status_code == 200
@@ -41,13 +47,9 @@ async def _stream(argv: list[str], payload: dict[str, Any], headers: dict[str, A
 
 @pytest.mark.parametrize(("argv", "payload", "headers"), CASES)
 def test_templated_chunks_equal_built_ones(
-    monkeypatch: pytest.MonkeyPatch,
-    argv: list[str],
-    payload: dict[str, Any],
-    headers: dict[str, Any],
+    argv: list[str], payload: dict[str, Any], headers: dict[str, Any]
 ) -> None:
     templated = asyncio.run(_stream(argv, payload, headers))
-    monkeypatch.setattr(streaming, "TEMPLATES", False)
-    built = asyncio.run(_stream(argv, payload, headers))
+    built = asyncio.run(_stream(argv, payload, headers, templates=False))
     assert templated.count(b"\n\n") > 3
     assert templated == built

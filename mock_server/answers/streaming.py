@@ -19,7 +19,6 @@ from mock_server.wire.errors import ApiError
 
 SSE_HEADERS = [(b"content-type", b"text/event-stream; charset=utf-8")]
 _background: set[asyncio.Task[None]] = set()
-TEMPLATES = True  # tests turn it off to compare templated chunks with built ones
 STREAM_FAILURE = ApiError(500, "Internal server error", "InternalServerError")
 
 
@@ -62,7 +61,7 @@ class _Chunker:
         req = builder.req
         # Most chunks differ only in their token ids: those are written into bytes rendered
         # once per choice (see `framed`), unless something else in them varies per token.
-        self.templated = TEMPLATES and not (
+        self.templated = cfg.fast.templates and not (
             not {"build", "frame"} <= cfg.policies.plain
             or transforms.active(cfg, "chunk")
             or transforms.active(cfg, "frame")

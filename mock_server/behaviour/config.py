@@ -8,12 +8,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from mock_server.behaviour.defects import DEFECTS, catalogue_text
-from mock_server.behaviour.policies import Policies, build_policies
+from mock_server.behaviour.policies import Policies
+from mock_server.behaviour.policies import build as build_policies
 from mock_server.behaviour.releases import DEFAULT, RELEASES, Release, release_of
 
 DEFAULT_VOCAB = 151936
 MIN_VOCAB = 512
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class FastPaths:
+    """The mock's shortcuts, each answering byte for byte what its general path answers; on
+    by default, and turned off (per app, never a flag) by the tests that compare the two."""
+
+    generate: bool = True  # a plain body's parse, a non-streamed run without events, its body
+    direct: bool = True  # POST generate taken past Starlette's routing (`serve.direct`)
+    templates: bool = True  # stream chunks written into bytes rendered once per choice
+
+
+GENERAL = FastPaths(generate=False, direct=False, templates=False)
+"""Every general path: what the tests compare the fast paths with."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +56,7 @@ class MockConfig:
     mock_max_body_bytes: int = DEFAULT_MAX_BODY
     defects: frozenset[str] = field(default_factory=frozenset)
     release: Release = DEFAULT  # --mock-vllm-version: the vLLM release whose wire it speaks
+    fast: FastPaths = FastPaths()  # not a flag: tests turn the shortcuts off on their app
     policies: Policies = field(init=False, repr=False, compare=False)
     """Each stage's behaviour, bent by the defects' policies: made once, here."""
 

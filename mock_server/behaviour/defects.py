@@ -3,8 +3,9 @@
 The conformance suite proves itself by failing against each defect. Names are a contract with
 the suite (never rename). A defect that only rewrites a finished answer (body, stream chunk,
 SSE frame, error status) is a named transformer in `mock_server/transforms/`; one that changes
-what the server does (sampling, validation, aborts, routing) is a policy of one stage in
-`mock_server/behaviour/policies/` (the code of that stage reads its slot, never the defect's name).
+what the server does (sampling, validation, aborts, routing) carries its `policy` here: how it
+bends the slot of one stage (`mock_server.behaviour.bends`; the code of that stage reads its
+slot, never the defect's name).
 Each entry also declares what it breaks, as data the suite's own tests read: the requirement IDs
 (plain strings: the mock never imports the suite) that must fail, and nothing much beyond them,
 against the mock started in `profile` with `flags` and the defect.
@@ -14,13 +15,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mock_server.behaviour.bends import Bend, Guard, Rows, Setting
+
 
 @dataclass(frozen=True)
 class Defect:
     """One named way to be wrong, and where it shows.
 
     `breaks` names the behaviour in words; `requirements` the IDs whose checks must fail;
-    `profile` the server profile the behaviour exists in; `flags` the extra mock flags it needs.
+    `profile` the server profile the behaviour exists in; `flags` the extra mock flags it needs;
+    `policy` how it bends its stage's slot, if it changes what the server does (a defect that
+    only rewrites an answer has none: its transformer is registered in `mock_server.transforms`).
     """
 
     name: str
@@ -29,6 +34,7 @@ class Defect:
     requirements: tuple[str, ...]
     profile: str = "scale-out"
     flags: tuple[str, ...] = ()
+    policy: Bend | None = None
 
 
 RELEASE_034 = ("--mock-vllm-version", "0.34")
@@ -48,6 +54,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "body request_id wins over the X-Request-Id header",
         breaks=("request_id",),
         requirements=("GEN-RESP-006",),
+        policy=Setting("admit", request_id_body_first=True),
     ),
     Defect(
         "usage-miscount",
@@ -66,27 +73,35 @@ _CATALOGUE: tuple[Defect, ...] = (
         "without max_tokens the server generates 16 tokens",
         breaks=("max_tokens",),
         requirements=("GEN-REQ-009",),
+        policy=Setting("admit", default_max_tokens=16),
     ),
     Defect(
         "max-tokens-overrun",
         "generates max_tokens + 1 tokens (finish_reason still length)",
         breaks=("max_tokens",),
         requirements=("GEN-REQ-005", "GEN-RESP-001"),
+        policy=Setting("admit", max_tokens_extra=1),
     ),
     Defect(
         "seed-ignored",
         "sampling with a seed is not reproducible across requests",
         breaks=("seed",),
         requirements=("GEN-REQ-007",),
+        policy=Setting("generate", seeded=False),
     ),
     Defect(
         "greedy-not-greedy",
         "temperature 0 picks the 2nd most likely token",
         breaks=("temperature",),
         requirements=("GEN-REQ-006",),
+        policy=Setting("generate", greedy_rank=2),
     ),
     Defect(
-        "n-ignored", "n > 1 returns a single choice", breaks=("n",), requirements=("GEN-REQ-008",)
+        "n-ignored",
+        "n > 1 returns a single choice",
+        breaks=("n",),
+        requirements=("GEN-REQ-008",),
+        policy=Setting("generate", n_honoured=False),
     ),
     Defect(
         "prompt-token-ids-missing",
@@ -99,6 +114,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "responses and chunks omit output_mode and text mode is ignored (tokens only, 200)",
         breaks=("output_mode",),
         requirements=("TEXT-005", "TEXT-006"),
+        policy=Rows(("output_mode.text_needs_tokenizer",)),
     ),
     Defect(
         "output-mode-wrong-echo",
@@ -111,6 +127,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "unknown top-level or sampling_params keys get a 400",
         breaks=("unknown fields",),
         requirements=("ERR-004",),
+        policy=Rows(("unknown_fields.ignored",)),
     ),
     Defect(
         "tokens-mode-text",
@@ -123,24 +140,28 @@ _CATALOGUE: tuple[Defect, ...] = (
         "a body without token_ids generates from an empty prompt (200)",
         breaks=("token_ids",),
         requirements=("GEN-REQ-001",),
+        policy=Rows(("token_ids.required",)),
     ),
     Defect(
         "sampling-params-optional",
         "a body without sampling_params is answered with the defaults (200)",
         breaks=("sampling_params",),
         requirements=("GEN-REQ-004",),
+        policy=Rows(("sampling_params.required",)),
     ),
     Defect(
         "default-output-mode-text",
         "a request without output_mode is answered in text mode",
         breaks=("output_mode",),
         requirements=("GEN-REQ-010",),
+        policy=Setting("validate", default_output_mode="text"),
     ),
     Defect(
         "optional-fields-rejected",
         "a valid cache_salt answers 400",
         breaks=("optional fields",),
         requirements=("GEN-REQ-012",),
+        policy=Rows(("cache_salt.accepted",)),
     ),
     Defect(
         "token-ids-as-strings",
@@ -257,6 +278,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "X-Request-Id is ignored (body id or a random one is used)",
         breaks=("request_id",),
         requirements=("GEN-RESP-005",),
+        policy=Setting("admit", request_id_header=False),
     ),
     Defect(
         "routed-experts-always",
@@ -269,6 +291,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "with --enable-scale-out generate answers 404",
         breaks=("registration",),
         requirements=("GEN-003",),
+        policy=Setting("gate", generate_404=True),
     ),
     # stop handling
     Defect(
@@ -276,54 +299,63 @@ _CATALOGUE: tuple[Defect, ...] = (
         "a matched stop token id is removed from token_ids",
         breaks=("stop_token_ids",),
         requirements=("STOP-002",),
+        policy=Setting("generate", drop_stop_token=True),
     ),
     Defect(
         "stop-reason-null",
         "stop_reason is null when a stop token / stop string matched",
         breaks=("stop_reason",),
         requirements=("STOP-001", "STOP-009"),
+        policy=Setting("generate", stop_reason_reported=False),
     ),
     Defect(
         "stop-token-ids-ignored",
         "stop_token_ids never stop generation",
         breaks=("stop_token_ids",),
         requirements=("STOP-001",),
+        policy=Setting("generate", stop_token_ids_honoured=False),
     ),
     Defect(
         "stop-string-not-cut",
         "the matched stop string stays in text",
         breaks=("stop",),
         requirements=("STOP-006",),
+        policy=Setting("generate", cut_stop_string=False),
     ),
     Defect(
         "stop-string-trims-tokens",
         "a stop string match also trims token_ids",
         breaks=("stop",),
         requirements=("STOP-008",),
+        policy=Setting("generate", stop_string_trims=True),
     ),
     Defect(
         "eos-stop-reason-set",
         "EOS sets stop_reason to the EOS id instead of null",
         breaks=("stop_reason",),
         requirements=("STOP-003",),
+        policy=Setting("generate", eos_stop_reason=True),
     ),
     Defect(
         "length-stop-reason-set",
         "finish_reason length comes with stop_reason 0",
         breaks=("stop_reason",),
         requirements=("STOP-004",),
+        policy=Setting("generate", length_stop_reason=0),
     ),
     Defect(
         "abort-stop-reason-set",
         'aborted choices carry stop_reason "abort"',
         breaks=("stop_reason",),
         requirements=("STOP-005",),
+        policy=Setting("generate", abort_stop_reason="abort"),
     ),
     Defect(
         "include-stop-str-ignored",
         "include_stop_str_in_output: true still cuts the stop string",
         breaks=("stop",),
         requirements=("STOP-007",),
+        policy=Setting("generate", include_stop_str_honoured=False),
     ),
     # logprobs
     Defect(
@@ -331,6 +363,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "tokens-mode logprobs use token_id:N strings",
         breaks=("logprobs",),
         requirements=("LOGP-001",),
+        policy=Setting("build", legacy_logprobs=True),
     ),
     Defect(
         "logprobs-null",
@@ -361,6 +394,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "top_logprobs has k+1 entries (0 for k=0)",
         breaks=("top_logprobs",),
         requirements=("LOGP-008",),
+        policy=Setting("build", top_logprobs_wrong_count=True),
     ),
     Defect("rank-wrong", "rank is always 1", breaks=("rank",), requirements=("LOGP-006",)),
     Defect(
@@ -368,6 +402,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "logprobs: 21 is accepted instead of 400",
         breaks=("max_logprobs",),
         requirements=("LOGP-009",),
+        policy=Rows(("logprobs.max", "prompt_logprobs.max")),
     ),
     Defect(
         "prompt-logprobs-ranks-shifted",
@@ -380,12 +415,14 @@ _CATALOGUE: tuple[Defect, ...] = (
         "prompt_logprobs first entry is not null",
         breaks=("prompt_logprobs",),
         requirements=("LOGP-010",),
+        policy=Setting("build", prompt_logprobs_leading_null=False),
     ),
     Defect(
         "logprobs-always",
         "logprobs (the k=0 shape) are returned without sampling_params.logprobs",
         breaks=("logprobs",),
         requirements=("LOGP-004",),
+        policy=Setting("build", logprobs_always=True),
     ),
     Defect(
         "tokens-logprobs-with-token",
@@ -435,24 +472,28 @@ _CATALOGUE: tuple[Defect, ...] = (
         "with n > 1 one chunk carries several choices",
         breaks=("stream",),
         requirements=("STREAM-006",),
+        policy=Setting("frame", multi_choice_chunks=True),
     ),
     Defect(
         "stream-error-as-http",
         "engine-side rejections of a stream come back as HTTP 400",
         breaks=("stream errors",),
         requirements=("STREAM-008",),
+        policy=Rows(("errors.streamed",)),
     ),
     Defect(
         "stream-empty-chunk",
         "one extra chunk per choice with no tokens, no text, no finish_reason",
         breaks=("stream",),
         requirements=("STREAM-004",),
+        policy=Setting("frame", empty_chunk=True),
     ),
     Defect(
         "stream-schema-error-200",
         "schema errors of a streamed request are a 200 with an error event",
         breaks=("stream errors",),
         requirements=("STREAM-009",),
+        policy=Setting("parse", schema_error_streamed=True),
     ),
     Defect(
         "stream-chunk-no-output-mode",
@@ -490,6 +531,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "text mode returns the tokens-mode logprobs shape",
         breaks=("text logprobs",),
         requirements=("TEXT-003",),
+        policy=Setting("build", text_logprobs=False),
     ),
     Defect(
         "text-missing",
@@ -502,12 +544,14 @@ _CATALOGUE: tuple[Defect, ...] = (
         "skip_special_tokens: true still shows special tokens",
         breaks=("skip_special_tokens",),
         requirements=("TEXT-008",),
+        policy=Setting("generate", skip_special_honoured=False),
     ),
     Defect(
         "text-mode-other-tokens",
         "text mode samples with seed + 1 (other token_ids than tokens mode)",
         breaks=("text",),
         requirements=("TEXT-004",),
+        policy=Setting("generate", text_seed_offset=1),
     ),
     Defect(
         "stream-text-cumulative",
@@ -520,6 +564,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "output_mode text with detokenize false answers 200",
         breaks=("text",),
         requirements=("TEXT-010",),
+        policy=Rows(("output_mode.text_needs_detokenize",)),
     ),
     Defect(
         "placeholder-wrong-id",
@@ -546,6 +591,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "label changes are not reflected in new requests",
         breaks=("weight_versions",),
         requirements=("WV-007",),
+        policy=Setting("generate", weight_updates=False),
     ),
     Defect(
         "weight-versions-empty-nonempty",
@@ -558,6 +604,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         'the initial label is "v0" (while /weight_info says "default")',
         breaks=("weight_versions",),
         requirements=("WV-008",),
+        policy=Setting("generate", default_label="v0"),
     ),
     Defect(
         "weight-update-no-split",
@@ -571,12 +618,14 @@ _CATALOGUE: tuple[Defect, ...] = (
         "abort requests are accepted (200) but do nothing",
         breaks=("abort",),
         requirements=("ABORT-002", "ABORT-003"),
+        policy=Setting("admit", aborts_honoured=False),
     ),
     Defect(
         "abort-missing-ids-200",
         "a missing request_ids answers 200",
         breaks=("abort",),
         requirements=("ABORT-005",),
+        policy=Setting("admit", abort_ids_required=False),
     ),
     Defect(
         "abort-finish-reason-length",
@@ -596,6 +645,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         breaks=("abort auth",),
         requirements=("AUTH-002",),
         profile="api-key",
+        policy=Guard("/inference/v1/abort_requests", False),
     ),
     Defect(
         "legacy-abort-requires-key",
@@ -603,6 +653,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         breaks=("abort auth",),
         requirements=("AUTH-003",),
         profile="tokens-only-api-key",
+        policy=Guard("/abort_requests", True),
     ),
     Defect(
         "legacy-abort-everywhere",
@@ -610,36 +661,42 @@ _CATALOGUE: tuple[Defect, ...] = (
         breaks=("registration",),
         requirements=("ABORT-008",),
         profile="api-key",
+        policy=Setting("gate", legacy_abort_everywhere=True),
     ),
     Defect(
         "disconnect-no-abort",
         "a client that disconnects mid-stream leaves its request running",
         breaks=("abort",),
         requirements=("ABORT-009",),
+        policy=Setting("admit", abort_on_disconnect=False),
     ),
     Defect(
         "disconnect-whole-no-abort",
         "a client that hangs up before a non-streamed answer leaves its request running",
         breaks=("abort",),
         requirements=("ABORT-010",),
+        policy=Setting("admit", abort_on_whole_disconnect=False),
     ),
     Defect(
         "abort-route-missing",
         "/inference/v1/abort_requests answers 404 (generate still served)",
         breaks=("registration",),
         requirements=("ABORT-001",),
+        policy=Setting("gate", abort_route=False),
     ),
     Defect(
         "dev-abort-count-renamed",
         'the dev-mode /abort_requests answers {"status": "aborted", "aborted_count": N}',
         breaks=("abort",),
         requirements=("ABORT-008",),
+        policy=Setting("write", dev_abort_count_key="aborted_count"),
     ),
     Defect(
         "abort-json-body",
         'abort answers 200 with {"status": "ok"} instead of an empty body',
         breaks=("abort",),
         requirements=("ABORT-006",),
+        policy=Setting("write", abort_json_body=True),
     ),
     Defect(
         "legacy-abort-ignored",
@@ -647,6 +704,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         breaks=("abort",),
         requirements=("ABORT-007",),
         profile="tokens-only",
+        policy=Setting("admit", legacy_abort_acts=False),
     ),
     # DP rank
     Defect(
@@ -654,18 +712,21 @@ _CATALOGUE: tuple[Defect, ...] = (
         "an out-of-range X-data-parallel-rank is accepted",
         breaks=("dp rank",),
         requirements=("DP-003",),
+        policy=Rows(("dp_rank.in_range",)),
     ),
     Defect(
         "dp-rank-non-int-400",
         "a non-integer X-data-parallel-rank gets a 400",
         breaks=("dp rank",),
         requirements=("DP-002",),
+        policy=Rows(("dp_rank.non_int_ignored",)),
     ),
     Defect(
         "dp-rank-zero-rejected",
         "X-data-parallel-rank: 0 answers 400",
         breaks=("dp rank",),
         requirements=("DP-001",),
+        policy=Rows(("dp_rank.in_range",), ("dp_rank.from_1",)),
     ),
     # API key
     Defect(
@@ -674,6 +735,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         breaks=("api key",),
         requirements=("AUTH-001",),
         profile="api-key",
+        policy=Setting("gate", api_key_checked=False),
     ),
     Defect(
         "api-key-generate-open",
@@ -681,6 +743,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         breaks=("api key",),
         requirements=("AUTH-001",),
         profile="api-key",
+        policy=Guard("/inference/v1/generate", False),
     ),
     Defect(
         "unauthorized-body-wrong",
@@ -695,6 +758,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         breaks=("api key",),
         requirements=("AUTH-005",),
         profile="api-key",
+        policy=Guard("/health", True),
     ),
     # disabled gating
     Defect(
@@ -717,6 +781,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         breaks=("gating",),
         requirements=("DISABLED-003",),
         profile="disabled",
+        policy=Setting("gate", disabled_validates_first=True),
     ),
     Defect(
         "disabled-abort-open",
@@ -724,6 +789,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         breaks=("gating",),
         requirements=("DISABLED-004",),
         profile="disabled",
+        policy=Setting("gate", disabled_abort_open=True),
     ),
     # tokens-only
     Defect(
@@ -732,6 +798,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         breaks=("tokens-only",),
         requirements=("TOKONLY-004",),
         profile="tokens-only",
+        policy=Rows(("stop.tokens_only",)),
     ),
     Defect(
         "tokens-only-text-accepted",
@@ -739,6 +806,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         breaks=("tokens-only",),
         requirements=("TOKONLY-002",),
         profile="tokens-only",
+        policy=Rows(("output_mode.text_needs_tokenizer",)),
     ),
     Defect(
         "tokens-only-generate-403",
@@ -746,6 +814,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         breaks=("tokens-only",),
         requirements=("TOKONLY-001",),
         profile="tokens-only",
+        policy=Setting("gate", tokens_only_generate_disabled=True),
     ),
     Defect(
         "tokens-only-detokenize-text",
@@ -753,6 +822,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         breaks=("tokens-only",),
         requirements=("TOKONLY-003",),
         profile="tokens-only",
+        policy=Rows((), ("detokenize.tokens_only",)),
     ),
     Defect(
         "tokens-only-stop-token-ids-ignored",
@@ -760,6 +830,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         breaks=("tokens-only",),
         requirements=("TOKONLY-005", "STOP-001"),
         profile="tokens-only",
+        policy=Setting("generate", stop_token_ids_honoured_tokens_only=False),
     ),
     # render / derender
     Defect(
@@ -767,30 +838,35 @@ _CATALOGUE: tuple[Defect, ...] = (
         "derender accepts output_mode: text responses",
         breaks=("derender",),
         requirements=("RENDER-003",),
+        policy=Rows(("derender.text_rejected",)),
     ),
     Defect(
         "render-generate-mismatch",
         "render emits token_ids as strings",
         breaks=("render",),
         requirements=("RENDER-002",),
+        policy=Setting("build", render_ids_as_strings=True),
     ),
     Defect(
         "render-params-lost",
         "render answers temperature 1 and max_tokens 16 whatever the request asked",
         breaks=("render",),
         requirements=("RENDER-002",),
+        policy=Setting("build", render_params_lost=True),
     ),
     Defect(
         "derender-finish-stop",
         "a derendered completion choice says finish_reason stop whatever the response said",
         breaks=("derender",),
         requirements=("RENDER-002",),
+        policy=Setting("build", derender_finish_stop=True),
     ),
     Defect(
         "render-missing",
         "render and derender answer 404 on a scale-out server",
         breaks=("render",),
         requirements=("RENDER-001",),
+        policy=Setting("gate", render_routes=False),
     ),
     # multimodal
     Defect(
@@ -798,6 +874,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "features together with content_parts is accepted",
         breaks=("features",),
         requirements=("MM-001",),
+        policy=Rows(("content_parts.exclusive",)),
     ),
     # errors / robustness
     Defect(
@@ -823,12 +900,14 @@ _CATALOGUE: tuple[Defect, ...] = (
         "token_ids: [] is accepted",
         breaks=("token_ids",),
         requirements=("GEN-REQ-002",),
+        policy=Rows(("token_ids.non_empty",)),
     ),
     Defect(
         "negative-token-ids-accepted",
         "negative token ids are accepted",
         breaks=("token_ids",),
         requirements=("GEN-REQ-003",),
+        policy=Rows(("token_ids.non_negative",)),
     ),
     Defect(
         "oov-token-500",
@@ -836,24 +915,28 @@ _CATALOGUE: tuple[Defect, ...] = (
         breaks=("token_ids",),
         requirements=("ERR-007",),
         profile="tokens-only",
+        policy=Rows(("token_ids.oov_400", "token_ids.in_vocab")),
     ),
     Defect(
         "invalid-json-500",
         "malformed JSON answers 500",
         breaks=("errors",),
         requirements=("ERR-005",),
+        policy=Setting("parse", bad_json_status=500),
     ),
     Defect(
         "wrong-content-type-accepted",
         "a non-JSON Content-Type is accepted",
         breaks=("errors",),
         requirements=("ERR-006",),
+        policy=Setting("parse", media_type_checked=False),
     ),
     Defect(
         "hang-generate",
         "generate never answers (holds the connection open)",
         breaks=("robustness",),
         requirements=("GEN-001",),
+        policy=Setting("gate", hang_generate=True),
     ),
     Defect(
         "garbage-json",
@@ -866,6 +949,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "the non-streamed generate answer (JSON) is sent as text/plain",
         breaks=("schema",),
         requirements=("SCHEMA-GEN-001",),
+        policy=Setting("write", json_media="text/plain; charset=utf-8"),
     ),
     Defect(
         "schema-index-string",
@@ -878,24 +962,28 @@ _CATALOGUE: tuple[Defect, ...] = (
         "an unknown or null output_mode is treated as tokens (200)",
         breaks=("output_mode",),
         requirements=("ERR-001",),
+        policy=Rows(("output_mode.literal",)),
     ),
     Defect(
         "type-error-500",
         'a wrongly typed temperature ("x") answers 500',
         breaks=("errors",),
         requirements=("ERR-008",),
+        policy=Rows(("temperature.type_400",)),
     ),
     Defect(
         "null-rejected",
         "an explicit stop: null answers 400",
         breaks=("null fields",),
         requirements=("ERR-009",),
+        policy=Rows(("stop.nullable",)),
     ),
     Defect(
         "max-tokens-zero-accepted",
         "max_tokens: 0 is accepted (200, one token)",
         breaks=("max_tokens",),
         requirements=("ERR-010",),
+        policy=Rows(("max_tokens.at_least_1",), ("max_tokens.at_least_0",)),
     ),
     # release extensions (vLLM 0.33+: the derender output mode and parse_context)
     Defect(

@@ -1,1 +1,1 @@
-"""The TITO endpoints: generate, abort, dev mode, pause, metrics."""
+"""The TITO endpoints besides generate (`mock_server.stages`): abort, dev mode, pause, metrics."""

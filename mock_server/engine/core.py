@@ -288,56 +288,105 @@ class Engine:
     def _start(
         self, job: Job, samplers: list[Sampler], admitted: bool
     ) -> tuple[list[tuple[Sequence, Sampler]], float]:
-        """The set-up `run` and `complete` share, once per job: the sequences to step (none
-        unless admitted) with their samplers, and the seconds between steps; a job told to
-        abort after 0 steps is aborted here, before its first step."""
+        """The set-up of `_steps`, once per job: the sequences to step (none unless
+        admitted) with their samplers, and the seconds between steps; a job told to abort
+        after 0 steps is aborted here, before its first step."""
         active = list(zip(job.sequences, samplers, strict=True)) if admitted else []
         itl = self.cfg.mock_itl_ms / 1000
         if job.abort_after is not None and job.abort_after <= 0:
             job.abort()
         return active, itl
 
-    async def run(self, job: Job) -> AsyncGenerator[Event, None]:
+    def run(self, job: Job) -> AsyncGenerator[Event, None]:
         """Drive one job; yields per-sequence events; always finishes every sequence."""
+        return self._steps(job, None, events=True)
+
+    async def complete(self, job: Job, on_wait: Callable[[], None]) -> None:
+        """`run` for a non-streamed request, which reads no events: the same tokens, waits
+        and bookkeeping, without an event per token.
+
+        `on_wait()` is called before the job first hands the event loop over (to wait for a
+        slot, for a latency, or to let other requests run): until then nothing else can run,
+        so a request that completes in one go needs no disconnect watcher.
+        """
+        async for _ in self._steps(job, on_wait, events=False):
+            pass  # yields nothing: the loop runs to its end at the first step
+
+    async def _steps(
+        self, job: Job, on_wait: Callable[[], None] | None, events: bool
+    ) -> AsyncGenerator[Event, None]:
+        """The one step loop of `run` (`events`: one per sequence per step) and `complete`
+        (none: each sequence steps up to the next hand-over or abort point in one burst).
+
+        Both make the same tokens with the same waits: every sequence draws from its own
+        generator, and the loop hands over (or waits) at the same steps either way.
+        """
         cfg = self.cfg
         n, samplers = self._open(job)
         admitted = False
         try:
-            admitted = await self.scheduler.acquire(n, job.aborted)
+            admitted = self.scheduler.try_acquire(n)
+            if not admitted:
+                if on_wait is not None:
+                    on_wait()
+                    on_wait = None
+                admitted = await self.scheduler.acquire(n, job.aborted)
             if admitted and cfg.mock_ttft_ms > 0:
+                if on_wait is not None:
+                    on_wait()
+                    on_wait = None
                 await job.sleep(cfg.mock_ttft_ms / 1000)
             active, itl = self._start(job, samplers, admitted)
             per = steps_between_yields(len(active))
             step = 0
             while active and not job.aborted.is_set():
-                if step > 0:
+                if step > 0 and (itl > 0 or step % per == 0):
+                    if on_wait is not None:
+                        on_wait()
+                        on_wait = None
                     if itl > 0:
                         await job.sleep(itl)
                         if job.aborted.is_set():
                             break
-                    elif step % per == 0:
+                    else:
                         await asyncio.sleep(0)
-                step += 1
-                still = []
-                pause = itl > 0 or step % per == 0  # before the next step
-                last = active[-1][0]
-                # One step makes every sequence's token before any is handed on, as an engine
-                # step does: an abort that comes in while the events are written finds each
-                # sequence either ended by this step or still to be cut (never half a step).
                 label = self._label()
-                starts = [len(seq.records) for seq, _ in active]
-                for seq, sampler in active:
-                    sampler.step(seq, label)
-                for (seq, sampler), start in zip(active, starts, strict=True):
-                    done = seq.finish_reason is not None
-                    yield Event(seq, start, done, pause and seq is last)
-                    if not done:
-                        still.append((seq, sampler))
+                if events:
+                    step += 1
+                    pause = itl > 0 or step % per == 0  # before the next step
+                    last = active[-1][0]
+                    # One step makes every sequence's token before any is handed on, as an
+                    # engine step does: an abort that comes in while the events are written
+                    # finds each sequence either ended by this step or still to be cut.
+                    starts = [len(seq.records) for seq, _ in active]
+                    for seq, sampler in active:
+                        sampler.step(seq, label)
+                    still = []
+                    for (seq, sampler), start in zip(active, starts, strict=True):
+                        done = seq.finish_reason is not None
+                        yield Event(seq, start, done, pause and seq is last)
+                        if not done:
+                            still.append((seq, sampler))
+                else:
+                    # The steps up to the next hand-over or abort point, sequence by
+                    # sequence: nothing else runs in between, and each sequence draws from
+                    # its own rng. An abort that came in during the hand-over still gets
+                    # the one step the events' loop makes.
+                    count = 1 if itl > 0 or job.aborted.is_set() else per - step % per
+                    if job.abort_after is not None and job.abort_after > step:
+                        count = min(count, job.abort_after - step)
+                    step += count
+                    still = []
+                    for seq, sampler in active:
+                        sampler.burst(seq, count, label)
+                        if seq.finish_reason is None:
+                            still.append((seq, sampler))
                 active = still
                 if job.abort_after is not None and step >= job.abort_after and active:
                     job.abort()
             for seq in self._end_unfinished(job):
-                yield Event(seq, len(seq.records), True)
+                if events:
+                    yield Event(seq, len(seq.records), True)
         finally:
             self._close(job, n, admitted)
 
@@ -350,61 +399,3 @@ class Engine:
             if reason is not None:
                 seq.stop_reason = reason
             yield seq
-
-    async def complete(self, job: Job, on_wait: Callable[[], None]) -> None:
-        """`run` for a non-streamed request, which reads no events: the same tokens, waits
-        and bookkeeping, without an event per token.
-
-        `on_wait()` is called before the job first hands the event loop over (to wait for a
-        slot, for a latency, or to let other requests run): until then nothing else can run,
-        so a request that completes in one go needs no disconnect watcher.
-        """
-        cfg = self.cfg
-        n, samplers = self._open(job)
-        admitted = False
-        waited = False
-        try:
-            admitted = self.scheduler.try_acquire(n)
-            if not admitted:
-                waited = True
-                on_wait()
-                admitted = await self.scheduler.acquire(n, job.aborted)
-            if admitted and cfg.mock_ttft_ms > 0:
-                if not waited:
-                    waited = True
-                    on_wait()
-                await job.sleep(cfg.mock_ttft_ms / 1000)
-            active, itl = self._start(job, samplers, admitted)
-            per = steps_between_yields(len(active))
-            step = 0
-            while active and not job.aborted.is_set():
-                if step > 0 and (itl > 0 or step % per == 0):
-                    if not waited:
-                        waited = True
-                        on_wait()
-                    if itl > 0:
-                        await job.sleep(itl)
-                        if job.aborted.is_set():
-                            break
-                    else:
-                        await asyncio.sleep(0)
-                # The steps up to the next hand-over or abort point, sequence by sequence:
-                # nothing else runs in between, and each sequence draws from its own rng.
-                # An abort that came in during the hand-over still gets `run`'s one step.
-                count = 1 if itl > 0 or job.aborted.is_set() else per - step % per
-                if job.abort_after is not None and job.abort_after > step:
-                    count = min(count, job.abort_after - step)
-                step += count
-                label = self._label()
-                still = []
-                for seq, sampler in active:
-                    sampler.burst(seq, count, label)
-                    if seq.finish_reason is None:
-                        still.append((seq, sampler))
-                active = still
-                if job.abort_after is not None and step >= job.abort_after and active:
-                    job.abort()
-            for _ in self._end_unfinished(job):
-                pass
-        finally:
-            self._close(job, n, admitted)

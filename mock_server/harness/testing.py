@@ -4,16 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 import httpx
 
-from mock_server.behaviour.config import parse_args
+from mock_server.behaviour.config import FastPaths, parse_args
 from mock_server.serve.app import create_app
 
 
-def asgi_client(argv: list[str], env: dict[str, str] | None = None) -> httpx.AsyncClient:
-    """An in-process client (httpx.ASGITransport buffers each response, streams included)."""
-    app = create_app(parse_args(argv, env or {}))
+def asgi_client(
+    argv: list[str], env: dict[str, str] | None = None, fast: FastPaths | None = None
+) -> httpx.AsyncClient:
+    """An in-process client (httpx.ASGITransport buffers each response, streams included);
+    `fast`: the shortcuts its app takes (tests compare them with the general paths)."""
+    app = create_app(replace(parse_args(argv, env or {}), fast=fast or FastPaths()))
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://mock")
 
 

@@ -17,18 +17,18 @@ from mock_server.behaviour.config import MockConfig
 from mock_server.endpoints import mock_stats
 from mock_server.endpoints.abort import AbortEndpoint, DevAbortEndpoint
 from mock_server.endpoints.dev import dev_endpoints
-from mock_server.endpoints.generate import GenerateEndpoint
 from mock_server.endpoints.metrics import CONTENT_TYPE, prometheus_text
 from mock_server.endpoints.pause import pause_routes
 from mock_server.endpoints.state import AppState
 from mock_server.engine.core import Engine
-from mock_server.pipeline.derender import derender_routes
-from mock_server.pipeline.openai_compat import openai_routes
-from mock_server.pipeline.render import render_routes
-from mock_server.pipeline.render_apis import render_api_routes
-from mock_server.pipeline.tokenize import tokenize_routes
+from mock_server.rendering.derender import derender_routes
+from mock_server.rendering.openai_compat import openai_routes
+from mock_server.rendering.render import render_routes
+from mock_server.rendering.render_apis import render_api_routes
+from mock_server.rendering.tokenize import tokenize_routes
 from mock_server.serve.auth import AuthMiddleware
 from mock_server.serve.direct import MockApp
+from mock_server.stages.route import GenerateEndpoint
 
 
 def _permission(now: int) -> dict[str, Any]:

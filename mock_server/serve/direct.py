@@ -20,13 +20,12 @@ from mock_server.behaviour.config import MockConfig
 from mock_server.serve.auth import AuthMiddleware
 from mock_server.wire.asgi import ASGIApp, Receive, Scope, Send
 
-DIRECT = True  # tests turn it off to compare the direct path with Starlette's
-
 
 class MockApp(Starlette):
     def __init__(self, config: MockConfig, direct: Mapping[str, ASGIApp], **kwargs: Any) -> None:
         """`direct`: POST endpoints by exact path, taken without Starlette's routing."""
         super().__init__(**kwargs)
+        self._taken = config.fast.direct  # tests turn it off to compare with Starlette's
         self._direct = {
             path: ServerErrorMiddleware(AuthMiddleware(endpoint, config=config))
             for path, endpoint in direct.items()
@@ -34,7 +33,7 @@ class MockApp(Starlette):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
-            DIRECT
+            self._taken
             and scope["type"] == "http"
             and scope["method"] == "POST"
             and not scope.get("root_path")

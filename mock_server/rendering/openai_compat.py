@@ -23,14 +23,15 @@ from starlette.routing import Route
 
 from mock_server.behaviour.releases import DEFAULT
 from mock_server.endpoints.gating import answered
-from mock_server.endpoints.generate import ENGINE_DEAD
 from mock_server.endpoints.state import AppState
 from mock_server.engine.core import Engine, Job
 from mock_server.parsing import coerce as c
-from mock_server.parsing import serving_checks as checks
 from mock_server.parsing.request import GenerateRequest, parse_generate
-from mock_server.pipeline.openai_bodies import Answer, chat_chunks, completion_chunks
-from mock_server.pipeline.render import EMPTY_PROMPT, read_object, render_chat, render_completion
+from mock_server.rendering.openai_bodies import Answer, chat_chunks, completion_chunks
+from mock_server.rendering.render import EMPTY_PROMPT, read_object, render_chat, render_completion
+from mock_server.stages.admit import effective_max_tokens
+from mock_server.stages.refusals import ENGINE_DEAD
+from mock_server.stages.validate import engine_checks, serving_checks
 from mock_server.wire.errors import ApiError, ValidationFailure
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -73,8 +74,8 @@ def _prepare(
             raise ApiError(400, TOO_LONG.format(cfg.max_model_len, count), param="input_tokens")
         gen["output_mode"] = "text" if cfg.has_tokenizer else "tokens"
         req = parse_generate(gen, cfg)
-        checks.serving_checks(req, cfg)
-        checks.engine_checks(req, cfg, None)
+        serving_checks(req, cfg)
+        engine_checks(req, cfg, None)
         requests.append(req)
     first = requests[0] if requests else None
     logprobs = first.sampling.logprobs if first is not None else None
@@ -97,7 +98,7 @@ def _jobs(engine: Engine, call: Call) -> list[Job]:
         Job(
             request_id=f"{call.rid}-{i}",
             req=req,
-            max_tokens=checks.effective_max_tokens(req, cfg),
+            max_tokens=effective_max_tokens(req, cfg),
         )
         for i, req in enumerate(call.requests)
     ]

@@ -1,15 +1,27 @@
-"""The checks vLLM runs after schema validation: serving-level, then engine-side."""
+"""The validate stage: the checks vLLM runs after schema validation, serving-level then
+engine-side (the rows of `mock_server.validation`'s table in force)."""
 
 from __future__ import annotations
 
 from mock_server import validation
 from mock_server.behaviour.config import MockConfig
 from mock_server.parsing.request import GenerateRequest
-from mock_server.validation import TEXT_NEEDS_TOKENIZER
+from mock_server.stages.refusals import StreamedRejection
 from mock_server.wire.asgi import Scope, header
-from mock_server.wire.errors import bad_request
+from mock_server.wire.errors import ApiError, bad_request
 
-__all__ = ["TEXT_NEEDS_TOKENIZER", "dp_rank", "effective_max_tokens", "engine_checks"]
+
+def validate(cfg: MockConfig, scope: Scope, req: GenerateRequest) -> None:
+    """Every check in vLLM's order; an engine-side error of a streamed request is a stream."""
+    serving_checks(req, cfg)
+    rank = dp_rank(scope, cfg)
+    try:
+        engine_checks(req, cfg, rank)
+    except ApiError as err:
+        streams = "errors.streamed" in cfg.policies.validate.rules
+        if req.stream and err.engine_side and streams:
+            raise StreamedRejection(err) from None
+        raise
 
 
 def serving_checks(req: GenerateRequest, cfg: MockConfig) -> None:
@@ -35,15 +47,3 @@ def engine_checks(req: GenerateRequest, cfg: MockConfig, rank: int | None) -> No
     rows: a streamed request gets them as a stream)."""
     subject = validation.Subject(req, req.sp, cfg, rank, req.parsed)
     validation.run(cfg.policies.validate.rules, "engine", subject)
-
-
-def effective_max_tokens(req: GenerateRequest, cfg: MockConfig) -> int:
-    """Server default = remaining context (never 16); a larger client value is clamped."""
-    remaining = cfg.max_model_len - len(req.token_ids)
-    asked = req.sampling.max_tokens
-    admit = cfg.policies.admit
-    if asked is None:
-        value = remaining if admit.default_max_tokens is None else admit.default_max_tokens
-    else:
-        value = min(asked, remaining)
-    return max(value + admit.max_tokens_extra, 1)

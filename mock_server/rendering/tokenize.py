@@ -22,7 +22,7 @@ from mock_server.endpoints.gating import answered
 from mock_server.endpoints.state import AppState
 from mock_server.engine.tokenizer import Tokenizer
 from mock_server.parsing import coerce as c
-from mock_server.pipeline.render import NO_TOKENIZER, chat_template, read_object
+from mock_server.rendering.render import NO_TOKENIZER, chat_template, read_object
 from mock_server.wire.errors import ApiError, ValidationFailure, bad_request, validation_item
 
 Handler = Callable[[Request], Awaitable[Response]]

@@ -17,7 +17,7 @@ from typing import Any
 from mock_server.behaviour.config import MockConfig
 from mock_server.parsing import coerce as c
 from mock_server.parsing.schema_check import schema_errors
-from mock_server.pipeline.render import EMPTY_PROMPT
+from mock_server.rendering.render import EMPTY_PROMPT
 from mock_server.wire.errors import ApiError, ValidationFailure, bad_request, validation_item
 
 _SCHEMAS = {"completions": "DerenderCompletionRequest", "chat": "DerenderChatRequest"}

@@ -22,7 +22,7 @@ from starlette.routing import Route
 from mock_server.endpoints.state import AppState
 from mock_server.parsing import coerce as c
 from mock_server.parsing.request import stop_list
-from mock_server.pipeline.render import (
+from mock_server.rendering.render import (
     NO_TOKENIZER,
     SAMPLING_FIELD_ORDER,
     chat_template,

@@ -19,7 +19,7 @@ from starlette.routing import Route
 from mock_server.endpoints.state import AppState
 from mock_server.engine.fields import usage as usage_info
 from mock_server.engine.tokenizer import Tokenizer
-from mock_server.pipeline.derender_input import (
+from mock_server.rendering.derender_input import (
     check_bounds,
     check_model,
     check_prompt_ids,
@@ -27,7 +27,7 @@ from mock_server.pipeline.derender_input import (
     validate,
     with_request_id,
 )
-from mock_server.pipeline.render import NO_TOKENIZER, guard, read_object
+from mock_server.rendering.render import NO_TOKENIZER, guard, read_object
 from mock_server.wire.errors import bad_request
 
 NEGATIVE_ID = "number too small to fit in target type"

@@ -18,13 +18,13 @@ from starlette.routing import Route
 
 from mock_server.behaviour.config import MockConfig
 from mock_server.endpoints.gating import answered
-from mock_server.endpoints.generate import UNSUPPORTED_MEDIA
 from mock_server.endpoints.state import AppState
 from mock_server.engine.tokenizer import Tokenizer
 from mock_server.parsing import coerce as c
 from mock_server.parsing import parse_context
 from mock_server.parsing.request import check_salt, check_sampling, stop_list
 from mock_server.parsing.schema_check import schema_errors
+from mock_server.stages.parse import UNSUPPORTED_MEDIA
 from mock_server.wire.errors import ApiError, ValidationFailure, bad_request, validation_item
 from mock_server.wire.jsonbody import parse_json
 

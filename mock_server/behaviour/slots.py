@@ -3,7 +3,10 @@
 parse (media type, JSON) -> gate (routes, API key, disabled endpoints) -> validate (the rule
 table of `mock_server.validation`) -> admit (request ids, max_tokens, aborts) -> generate
 (sampling, stops, weight labels) -> build (bodies, chunks, logprobs) -> frame (SSE events)
--> write (bytes on the wire). A slot is plain data: a defect's policy returns a changed copy.
+-> write (bytes on the wire). A slot is plain data: a defect's policy (its catalogue entry's
+`policy`, `mock_server.behaviour.bends`) returns a changed copy. The stages' code is
+`mock_server.stages`; the slots sit down here because the rooms it drives (parsing, the
+engine, the answers) read them too, and the config makes them once.
 """
 
 from __future__ import annotations
@@ -122,13 +125,16 @@ class Policies:
         object.__setattr__(self, "plain", plain)
 
 
-_DEFAULTS = {
-    "parse": Parse(),
-    "gate": Gate(),
-    "validate": Validate(),
-    "admit": Admit(),
-    "generate": Generate(),
-    "build": Build(),
-    "frame": Frame(),
-    "write": Write(),
+SLOTS: dict[str, type] = {
+    "parse": Parse,
+    "gate": Gate,
+    "validate": Validate,
+    "admit": Admit,
+    "generate": Generate,
+    "build": Build,
+    "frame": Frame,
+    "write": Write,
 }
+"""Stage -> the class of its slot."""
+
+_DEFAULTS = {stage: slot() for stage, slot in SLOTS.items()}

@@ -15,7 +15,7 @@ from mock_server.engine.core import Engine, Job
 from mock_server.engine.fields import usage as usage_info
 from mock_server.engine.sequence import Sequence, TokenRecord
 from mock_server.engine.tokenizer import Tokenizer
-from mock_server.pipeline.derender import chat_logprobs, completion_logprobs
+from mock_server.rendering.derender import chat_logprobs, completion_logprobs
 
 
 def _text(seq: Sequence, final: bool) -> str:

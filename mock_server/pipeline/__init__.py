@@ -1,1 +1,0 @@
-"""Render -> generate -> derender: the OpenAI-compatible front and the tokenizer endpoints."""
