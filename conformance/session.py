@@ -282,6 +282,8 @@ class Session:
                 outcome: tuple[Any, BaseException | None] = (factory(), None)
             except (Exception, pytest.skip.Exception) as exc:  # every check sharing it sees it
                 outcome = (None, exc)
+            for sent in self.client.log[before:]:  # the innermost computation names it
+                sent.shared = sent.shared or key
             self._cache[key] = (outcome, self.client.log[before:], self.recent[seen:])
         else:
             self.client.log.extend(self._cache[key][1])

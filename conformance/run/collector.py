@@ -24,6 +24,7 @@ from conformance.registry import needs_of, requirements_of, runs_last
 from conformance.requirements import by_id
 from conformance.session import BLOCKED_PREFIX, LIMIT_PREFIX, Session, SuiteConfig
 from conformance.verdicts.assemble import report_from
+from conformance.verdicts.reproducer import reproducer_for
 from conformance.verdicts.results import CheckResult, SkipKind, Status
 from conformance.wire import ServerBroke
 from conformance.wire.exchange import Exchange, stated_error
@@ -332,9 +333,7 @@ class Collector:
         elif not failure and excinfo is not None:
             message = f"harness error: {message}\n{report.longreprtext[-1500:]}"
         log = self.session.client.log if self.session is not None else []
-        reproducer = log[-1].reproducer() if log else ""
-        if len(log) > 1:
-            reproducer += f"\n# the exchange before it: {log[-2].curl()}"
+        reproducer = reproducer_for(excinfo.value if excinfo is not None else None, log)
         status = Status.FAIL if failure else Status.ERROR
         if failure and self.session is not None:
             self.session.failing.update(ids)
