@@ -93,8 +93,8 @@ class Evidence:
         if text is None:
             return False, None
         if self.path == "status":
-            found = [m.group(1) for m in map(_STATUS.match, text.splitlines()) if m]
-            return (True, int(found[-1])) if found else (False, None)
+            codes = [m.group(1) for m in map(_STATUS.match, text.splitlines()) if m]
+            return (True, int(codes[-1])) if codes else (False, None)
         if self.section == "stream":
             for event in reversed(_events(text)):
                 found, value = resolve(event, self.path)
