@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -10,11 +11,15 @@ import pytest
 from conformance import api, foundations
 from conformance.checks.test_streaming import streamed
 from conformance.foundations import builds_on
+from conformance.inflight import script
 from conformance.inflight.attempts import Outcome, Plan, Timeline, overlapped, stream_with
+from conformance.outcomes import Failure
 from conformance.registry import checks
 from conformance.session import Session
 from conformance.tito.semantics import check_spans, choices_of, fail
+from conformance.verdicts.reproducer import Evidence
 from conformance.wire import Reply
+from conformance.wire.exchange import dumps
 
 
 def responses(s: Session) -> Iterator[dict]:
@@ -218,7 +223,13 @@ def test_update_splits_spans(tito: Session) -> None:
         requirement="WV-009",
     )
     if outcome is Outcome.IGNORED:
-        fail(
-            f"a label change from {old!r} to {new!r} answered while the request ran gave spans "
-            f"{spans_of(line)} ({line.describe()})"
+        why = f"a label change from {old!r} to {new!r} answered while the request ran"
+        seen = Evidence("stream", "len(choices[0].weight_versions)", len(spans_of(line)))
+        put_back = []
+        if line.action is not None:  # the kit puts the label back after each attempt
+            put_back = [replace(line.action.exchange, body=dumps({"new_version": old}))]
+        raise Failure(
+            f"{why} gave spans {spans_of(line)} ({line.describe()})",
+            evidence=str(seen),
+            reproducer=script.of_line(f"{why} split no span", line, str(seen), put_back),
         )
