@@ -89,7 +89,8 @@ def test_abort_registered(tito: Session) -> None:
     if reply.status != 200:  # a 5xx is no route that aborts either: the probe finds none
         raise api.StatusMismatch(
             f"generate is served but POST {api.ABORT} of no ids answered {reply.status}: "
-            f"{reply.body[:200]!r}"
+            f"{reply.body[:200]!r}",
+            reply,
         )
 
 
