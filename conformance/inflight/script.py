@@ -26,7 +26,7 @@ NAMED = r'"request_id": *"[^"]*"'
 def _head(what: str) -> list[str]:
     return [
         "#!/bin/sh",
-        f"# Reproduces: {what}",
+        f"# Reproduces: {' '.join(what.split())}",
         "# Needs curl, grep, awk; export TITO_API_KEY where the server wants a key.",
         'out=$(mktemp) || exit 1; stop="$out.stop"',
         'trap \'touch "$stop"; rm -f "$out" "$stop"\' EXIT',
