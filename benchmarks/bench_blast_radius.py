@@ -68,9 +68,11 @@ class Outcome:
 
 
 def _shown(report: Report, rid: str) -> bool:
-    """A failure shows what was sent and received (a curl), or why nothing could be sent."""
+    """A failure shows what was sent and received (a curl, or an in-flight failure's shell
+    script of curls: `conformance.inflight.script`), or why nothing could be sent."""
     return all(
         c.reproducer.startswith("curl ")
+        or (c.reproducer.startswith("#!/bin/sh\n") and "\ncurl " in c.reproducer)
         or "claimed feature" in c.message
         or "does not work" in c.message
         for c in report.result(rid).checks

@@ -14,6 +14,7 @@ from typing import Any
 
 from jsonschema import ValidationError
 
+from conformance.outcomes import Failure
 from conformance.session import Session
 from conformance.tito import answers
 from conformance.tito.outputs import lean
@@ -218,14 +219,20 @@ def validate(schema: str, instance: Any, what: str) -> None:
         raise AssertionError(f"{what} does not match {schema}: {'; '.join(problems)}")
 
 
-class StatusMismatch(AssertionError):
+class StatusMismatch(Failure):
     """An answer's status was not the one demanded: the server's own choice, never a reading
-    of some other answer's malformed body (`Collector` does not block it on one)."""
+    of some other answer's malformed body (`Collector` does not block it on one). It names
+    the exchange (its reproducer) and the status seen (its evidence), where it has them."""
+
+    def __init__(self, message: str, reply: Reply | None = None) -> None:
+        seen = "" if reply is None else f"answer status = {reply.status}"
+        super().__init__(message, evidence=seen)
+        self.exchange = None if reply is None else reply.exchange
 
 
 def status_is(reply: Reply, expected: int, what: str) -> None:
     if reply.status != expected:
-        raise StatusMismatch(f"{what}: expected HTTP {expected}, got {answer_of(reply)}")
+        raise StatusMismatch(f"{what}: expected HTTP {expected}, got {answer_of(reply)}", reply)
 
 
 def answer_of(reply: Reply) -> str:

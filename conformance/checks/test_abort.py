@@ -6,6 +6,7 @@ from typing import Any
 
 from conformance import api
 from conformance.grounds import broken, builds_on
+from conformance.inflight import script
 from conformance.inflight.attempts import (
     MIN_GAP_S,
     Outcome,
@@ -17,11 +18,12 @@ from conformance.inflight.attempts import (
     stream_with,
     whole_with,
 )
-from conformance.outcomes import Absent, Blocked
+from conformance.outcomes import Absent, Blocked, Failure
 from conformance.registry import checks
 from conformance.requirements.model import MUST, SHOULD, Feature, Proof, Requirement, Source, fuzz
 from conformance.session import Session
 from conformance.tito.semantics import check_spans, fail
+from conformance.verdicts.reproducer import Evidence
 from conformance.wire import Reply
 
 REQUIREMENTS = [
@@ -103,6 +105,9 @@ REQUIREMENTS = [
     ),
 ]
 
+
+FINISH = "choices[0].finish_reason"
+"""Where a replay shows how the request ended (the last event, or the answer, that says)."""
 LONG = api.body(None, ignore_eos=True)  # the server's default max_tokens: a long request
 
 
@@ -127,14 +132,28 @@ def stream_case(s: Session) -> tuple[Timeline, Outcome]:
 def judge_abort_landed(s: Session, line: Timeline, outcome: Outcome, what: str) -> None:
     """The abort was answered 200 and the request ended as aborted (ABORT-002/003, 007). One
     cut short under another reason than 'abort', where the server misnames every reason, is
-    GEN-RESP-002's (blocked on it)."""
-    if line.action is not None:
-        api.status_is(line.action, 200, f"the abort of {what}")
-    if outcome is Outcome.IGNORED:
-        fail(f"{what} ran to its end although the abort reached it in flight: {line.describe()}")
+    GEN-RESP-002's (blocked on it). Each failure's reproducer is the attempt as a script."""
+    if line.action is not None and line.action.status != 200:
+        seen = Evidence("action", "status", line.action.status)
+        raise Failure(
+            f"the abort of {what}: expected HTTP 200, got {api.answer_of(line.action)}",
+            evidence=str(seen),
+            reproducer=script.of_line(f"the abort of {what}", line, str(seen)),
+        )
     if outcome is Outcome.CUT:
         builds_on(s, "GEN-RESP-002")
-        fail(f"{what} ended without a finish_reason 'abort' chunk: {line.describe()}")
+    if outcome in (Outcome.IGNORED, Outcome.CUT):
+        why = (
+            "ran to its end although the abort reached it in flight"
+            if outcome is Outcome.IGNORED
+            else "ended without a finish_reason 'abort' chunk"
+        )
+        seen = Evidence("answer" if line.whole else "stream", FINISH, line.finish_reason)
+        raise Failure(
+            f"{what} {why}: {line.describe()}",
+            evidence=str(seen),
+            reproducer=script.of_line(f"{what} {why}", line, str(seen)),
+        )
 
 
 def landed_or_skip(line: Timeline, outcome: Outcome) -> None:
@@ -149,7 +168,8 @@ def test_abort_registered(tito: Session) -> None:
     if reply.status != 200:  # a 5xx is no route that aborts either: the probe finds none
         raise api.StatusMismatch(
             f"generate is served but POST {api.ABORT} of no ids answered {reply.status}: "
-            f"{reply.body[:200]!r}"
+            f"{reply.body[:200]!r}",
+            reply,
         )
 
 
@@ -158,7 +178,8 @@ def test_abort_stream(tito: Session) -> None:
     line, outcome = stream_case(tito)
     judge_abort_landed(tito, line, outcome, "the aborted stream")
     if not line.done and broken(tito, "STREAM-002") is None:  # no [DONE] at all: STREAM-002's
-        fail(f"the aborted stream did not end with data: [DONE]: {line.describe()}")
+        what = "the aborted stream did not end with data: [DONE]"
+        raise Failure(f"{what}: {line.describe()}", reproducer=script.of_line(what, line))
 
 
 def aborted_choice(s: Session) -> dict[str, Any]:

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from conformance import api
 from conformance.checks.test_streaming import streamed
 from conformance.grounds import TEXT_GROUND, builds_on
 from conformance.grounds.probes import text_answer
+from conformance.inflight import script
 from conformance.inflight.attempts import Outcome, Plan, Timeline, overlapped, stream_with
-from conformance.outcomes import Absent
+from conformance.outcomes import Absent, Failure
 from conformance.registry import checks
 from conformance.requirements.model import MUST, Feature, Proof, Requirement, fuzz
 from conformance.session import Session
 from conformance.tito.semantics import check_spans, choices_of, fail
+from conformance.verdicts.reproducer import Evidence
 from conformance.wire import Reply
+from conformance.wire.exchange import dumps
 
 REQUIREMENTS = [
     Requirement(
@@ -309,7 +313,13 @@ def test_update_splits_spans(tito: Session) -> None:
         requirement="WV-009",
     )
     if outcome is Outcome.IGNORED:
-        fail(
-            f"a label change from {old!r} to {new!r} answered while the request ran gave spans "
-            f"{spans_of(line)} ({line.describe()})"
+        why = f"a label change from {old!r} to {new!r} answered while the request ran"
+        seen = Evidence("stream", "len(choices[0].weight_versions)", len(spans_of(line)))
+        put_back = []
+        if line.action is not None:  # the kit puts the label back after each attempt
+            put_back = [replace(line.action.exchange, body=dumps({"new_version": old}))]
+        raise Failure(
+            f"{why} gave spans {spans_of(line)} ({line.describe()})",
+            evidence=str(seen),
+            reproducer=script.of_line(f"{why} split no span", line, str(seen), put_back),
         )

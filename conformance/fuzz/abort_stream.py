@@ -10,9 +10,10 @@ client streams, over HTTP or, in-process, through the kit's one streaming ASGI t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.inflight import script
 from conformance.inflight.acting import Witness, stream_acting
 from conformance.inflight.proof import engine_proof
 from conformance.inflight.timeline import Timeline, ids_for
@@ -40,6 +41,13 @@ class Outcome:
     held: str = ""
     """The engines' word that the abort reached the stream while they held it
     (`proof.engine_proof`), where they name what they hold."""
+    line: Timeline | None = field(default=None, repr=False, compare=False)
+    """The attempt itself: its reproducer is a script of it (`inflight.script.of_line`)."""
+
+    def script(self, what: str, evidence: str = "") -> str:
+        """The attempt as a shell script that sends the stream and its abort again (empty when
+        no abort went out)."""
+        return script.of_line(what, self.line, evidence) if self.line is not None else ""
 
     @classmethod
     def of(cls, line: Timeline) -> Outcome:
@@ -57,6 +65,7 @@ class Outcome:
             abort_answered_s=at(line.action_answered_s),
             ended_s=at(line.ended_s),
             held=engine_proof(line.sent(), line.reads, line.first_token_s) or "",
+            line=line,
         )
 
 

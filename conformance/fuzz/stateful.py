@@ -16,6 +16,7 @@ from conformance.inflight.plans import Plan, plans_for, stream_deadline
 from conformance.inflight.proof import bound_proof
 from conformance.inflight.timeline import completed_in, ids_for
 from conformance.tito.outputs import lean
+from conformance.verdicts.reproducer import Evidence
 
 GROUP = "stateful"
 
@@ -51,7 +52,11 @@ def _fail(
     message: str,
     index: int,
     requirement: str,
+    *,
+    reproducer: str = "",
 ) -> None:
+    """Record a finding; its reproducer is the case's curl, or (`reproducer`) the script of
+    what was done to it in flight."""
     fz.record(
         op_id,
         case.operation.label,
@@ -59,7 +64,7 @@ def _fail(
         check,
         status,
         message,
-        case.as_curl_command(headers=fz.headers),
+        reproducer or case.as_curl_command(headers=fz.headers),
         index,
     )
     fz.findings[(op_id, GROUP, check, status)].requirement_ids = (requirement,)
@@ -161,8 +166,22 @@ def generate_then_abort(fz: Fuzzer, examples: int) -> None:
                 media_type="application/json",
             )
 
-            def not_aborted(status: int, message: str, sent: Any = sent) -> None:
-                _fail(fz, "generate", sent, "abort_in_flight", status, message, index, "ABORT-002")
+            def not_aborted(
+                status: int, message: str, sent: Any = sent, out: Outcome = out, seen: str = ""
+            ) -> None:
+                what = f"a fuzzed stream aborted after its first chunk: {message[:160]}"
+                script = out.script(what, seen)
+                _fail(
+                    fz,
+                    "generate",
+                    sent,
+                    "abort_in_flight",
+                    status,
+                    message,
+                    index,
+                    "ABORT-002",
+                    reproducer=script,
+                )
 
             if out.error and out.status == 200:  # the client's read broke (a busy client's
                 return  # socket error is no statement of the server's: `proof`)
@@ -204,7 +223,8 @@ def generate_then_abort(fz: Fuzzer, examples: int) -> None:
             fastest = None if out.held else _fastest(fz, body, headers, plan)
             ignored = _not_stopped(out, tokens, fastest)
             if ignored is not None:
-                not_aborted(200, ignored)
+                seen = Evidence("stream", "choices[0].finish_reason", ends[late[0]][0])
+                not_aborted(200, ignored, seen=str(seen))
                 return
 
     fz.run_group(

@@ -29,9 +29,9 @@ from conformance.outcomes import (
 )
 from conformance.requirements import by_id
 from conformance.session import Session
+from conformance.verdicts.reproducer import reproducer_for
 from conformance.verdicts.results import CheckResult, RequirementResult
 from conformance.wire import ServerBroke
-from conformance.wire.exchange import Exchange
 
 MAX_LEAVES = 50
 """Leaves read of a body a failed check read: enough that a field of its own is never missed."""
@@ -136,7 +136,7 @@ def decide(s: Session | None, ran: Ran) -> CheckResult:
         name,
         Status.FAIL if failed else Status.ERROR,
         message.strip(),
-        reproducer(exc, log),
+        reproducer_for(exc, log),
         duration_s=took,
         inconclusive=inconclusive,
     )
@@ -150,17 +150,6 @@ def found(name: str, message: str, reproducer: str) -> CheckResult:
 def unfound(rid: str) -> CheckResult:
     """A requirement the fuzzer exercised and found nothing against: a pass."""
     return CheckResult(f"fuzz {rid}", Status.PASS, "no fuzz failure")
-
-
-def reproducer(exc: BaseException, log: list[Exchange]) -> str:
-    """What reproduces a failure: what the check says does, else its last exchange (and the
-    one before it, for context)."""
-    if isinstance(exc, Failure) and exc.reproducer:
-        return exc.reproducer
-    found = log[-1].reproducer() if log else ""
-    if len(log) > 1:
-        found += f"\n# the exchange before it: {log[-2].curl()}"
-    return found
 
 
 def _ground(s: Session, ids: tuple[str, ...], status: bool = False) -> tuple[str, str] | None:

@@ -84,6 +84,7 @@ def stream_acting(
         path, body, content=content, headers=headers, auth=auth, deadline=deadline
     ) as st:
         line.status, line.content_type = st.status, st.headers.get("content-type")
+        line.exchange, line.early = st.exchange, early
         try:
             if st.status != 200 or not is_event_stream(st.headers):
                 for _ in st.chunks():
@@ -223,6 +224,7 @@ def whole_acting(
     whether they still hold the request); the answer (raised: its failure)."""
     box: dict[str, Any] = {}
     started = time.monotonic()
+    line.delay_s, line.every_s = delay_s, every_s
 
     def now() -> float:
         return time.monotonic() - started
@@ -253,6 +255,7 @@ def whole_acting(
     if "reply" not in box:
         raise AssertionError(f"the non-streamed request never answered within {timeout:g} s")
     reply: Reply = box["reply"]
+    line.exchange = reply.exchange
     if reply.exchange.body_sent_at is not None:
         line.request_sent_s = reply.exchange.body_sent_at - started
     return reply

@@ -20,15 +20,20 @@ has not ended (a stream once its headers came); a fast one, soon after its first
 from __future__ import annotations
 
 import time
+from typing import NoReturn
 
 from conformance import api
 from conformance.grounds import builds_on, unpaced_blocks
+from conformance.inflight import script
 from conformance.inflight.attempts import OutOfReach, Plan, fastest, ids_for, payload, plans
 from conformance.inflight.proof import Proof, bound_proof
+from conformance.outcomes import Failure
 from conformance.server.engine_state import Counts
 from conformance.session import Session
 from conformance.tito.semantics import fail
+from conformance.verdicts.reproducer import Evidence
 from conformance.wire import Client, ServerBroke
+from conformance.wire.exchange import Exchange
 
 POLL_S = 0.02
 HANG_UP_S = 0.005  # the soonest a non-streamed request is hung up on
@@ -56,12 +61,20 @@ def hang_up(s: Session, stream: bool, what: str) -> None:
         started = time.monotonic()
         rid = s.rid(f"hangup-{number}")
         body = payload(plan, stream, rid)
-        first = _stream_away(s, body) if stream else _whole_away(s, body, plan)
+        first, sent = _stream_away(s, body) if stream else _whole_away(s, body, plan)
         gone = time.monotonic() - started
         if first is None:
             tried.append(f"{plan.describe()} was answered before the client hung up")
             continue
-        verdict = _after(s, before, plan, started, gone, what, rid)
+        reproducer = script.hang_up(
+            what,
+            sent,
+            [c.base_url for c in s.state.clients],
+            wait_s=None if stream and _in_first_token_wait(s) is None else first,
+            settle_s=max(SETTLE_S, 1.5 * s.limits.seconds_for(plan.max_tokens) + 1.0),
+            evidence=str(Evidence("engines", "aborted", 0)),
+        )
+        verdict = _after(s, before, plan, started, gone, what, rid, reproducer)
         if verdict is None:
             return
         tried.append(verdict)
@@ -80,7 +93,7 @@ def _in_first_token_wait(s: Session) -> float | None:
     return WAIT_SHARE * ttft if ttft >= SLOW_FIRST_TOKEN_S else None
 
 
-def _stream_away(s: Session, body: dict[str, object]) -> float:
+def _stream_away(s: Session, body: dict[str, object]) -> tuple[float, Exchange]:
     """Open a stream and hang up: inside a slow first-token wait (`WAIT_SHARE` of it, once the
     server answered with the stream's headers: it surely runs and has not ended), else after
     its first token; when the client hung up."""
@@ -91,10 +104,10 @@ def _stream_away(s: Session, body: dict[str, object]) -> float:
             time.sleep(max(0.0, inside - (time.monotonic() - started)))
         else:
             api.read_stream(st, stop_after_tokens=1, s=s)
-        return time.monotonic() - started
+        return time.monotonic() - started, st.exchange
 
 
-def _whole_away(s: Session, body: dict[str, object], plan: Plan) -> float | None:
+def _whole_away(s: Session, body: dict[str, object], plan: Plan) -> tuple[float | None, Exchange]:
     """Send a non-streamed request through a client of its own whose read timeout is the
     hang-up: inside a slow first-token wait (`WAIT_SHARE` of it), else soon after the first
     token is due (a few tokens in, a quarter of a short request), never by the length of the
@@ -109,10 +122,10 @@ def _whole_away(s: Session, body: dict[str, object], plan: Plan) -> float | None
     try:
         client.post(api.GENERATE, body)
     except ServerBroke:
-        return wait  # the read timed out: the client hung up, as intended
+        return wait, client.log[-1]  # the read timed out: the client hung up, as intended
     finally:
         client.close()
-    return None
+    return None, client.log[-1]
 
 
 def _after(
@@ -123,6 +136,7 @@ def _after(
     gone: float,
     what: str,
     rid: str,
+    reproducer: str = "",
 ) -> str | None:
     """After the hang-up: None when the request stopped; raises when it ran on; else why
     this attempt proves nothing. A request stopped when the engine counts an abort, or when it
@@ -148,11 +162,12 @@ def _after(
             )
             if heard or bound:
                 ran = f"read after the hang-up, the engines ran it ({first.describe()}); {bound}"
-                fail(
+                _ran_on(
+                    reproducer,
                     f"{what}: the client hung up after {gone * 1000:.0f} ms but the request of "
                     f"{plan.describe()} ran to its end (seen at {ended * 1000:.0f} ms): engines "
                     f"{s.state.where()}: {after.describe()}; "
-                    + (heard or f"evidence ({Proof.ENGINE}): {ran}")
+                    + (heard or f"evidence ({Proof.ENGINE}): {ran}"),
                 )
             return f"{plan.describe()} ended {after.finished - before.finished} sequence(s)"
         if time.monotonic() >= settled:
@@ -160,11 +175,17 @@ def _after(
         time.sleep(POLL_S)
     if after.in_flight <= before.in_flight:
         return None
-    fail(
+    _ran_on(
+        reproducer,
         f"{what}: the client hung up after {gone * 1000:.0f} ms but the engines still run "
         f"the request of {plan.describe()} {time.monotonic() - started:.1f} s later "
-        f"(evidence: engine state): engines {s.state.where()}: {after.describe()}"
+        f"(evidence: engine state): engines {s.state.where()}: {after.describe()}",
     )
+
+
+def _ran_on(reproducer: str, message: str) -> NoReturn:
+    """The request ran on after its client went away: no abort counted (the evidence)."""
+    raise Failure(message, evidence=str(Evidence("engines", "aborted", 0)), reproducer=reproducer)
 
 
 def _heard(s: Session, rid: str) -> str | None:

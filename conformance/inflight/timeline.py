@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from conformance.wire import Client, Reply, ServerBroke, Unsendable, sse_data
 from conformance.wire.bounded import ClientBroke
+from conformance.wire.exchange import Exchange
 
 if TYPE_CHECKING:
     from conformance.inflight.plans import Plan
@@ -68,6 +69,13 @@ class Timeline:
     held the request (`acting`'s `witness`)."""
     proof: str = ""
     """Why the action provably reached the request in flight (`proof`), where it did."""
+    exchange: Exchange | None = None
+    """The request as sent and answered (its reproducer is sent again by `inflight.script`)."""
+    early: bool = False
+    """The action went out once the server accepted the stream, and again until it ended."""
+    delay_s: float | None = None
+    """A non-streamed request: how long after it the action went out, and its repeats' gap."""
+    every_s: float | None = None
 
     def named_id(self) -> str | None:
         """The request id the server named in its first chunk that names one."""

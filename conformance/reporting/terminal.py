@@ -78,8 +78,7 @@ def _one(report: Report, verbose: bool) -> str:
             for check in r.checks:
                 if check.status is r.status:
                     lines.append(f"      {check.name}: {check.message[:400]}")
-                    if check.reproducer:
-                        lines.append(f"      $ {check.reproducer.splitlines()[0][:300]}")
+                    lines += _reproducer(check.reproducer)
         elif verbose and r.status is Status.SKIP:
             lines.append(f"   skip {r.requirement.id}: {r.reason[:200]}")
     s = report.summary
@@ -98,3 +97,18 @@ def _one(report: Report, verbose: bool) -> str:
     )
     lines.append(f"   level: {describe(level_of(report))}")
     return "\n".join(lines)
+
+
+def _reproducer(text: str) -> list[str]:
+    """A reproducer's line: its curl; an in-flight script's request curl, and where the
+    whole script is (the JSON report and JUnit carry it)."""
+    lines = text.splitlines()
+    if not lines:
+        return []
+    if not lines[0].startswith("#!"):
+        return [f"      $ {lines[0][:300]}"]
+    sent = next((line for line in lines if line.startswith("curl ")), "")
+    return [
+        f"      $ {sent[:300]}",
+        f"      (and what it does in flight: a {len(lines)}-line sh script, in the JSON report)",
+    ]

@@ -35,6 +35,8 @@ class Memo:
                 outcome: tuple[Any, BaseException | None] = (factory(), None)
             except (Exception, pytest.skip.Exception) as exc:  # every check sharing it sees it
                 outcome = (None, exc)
+            for sent in self.client.log[before:]:  # the innermost computation names it
+                sent.shared = sent.shared or key
             self._kept[key] = (outcome, self.client.log[before:], self.recent[seen:])
         else:
             self.client.log.extend(self._kept[key][1])

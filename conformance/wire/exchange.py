@@ -86,6 +86,10 @@ class Exchange:
     """`time.monotonic()` once the answer's head was read (httpcore's trace, as above): a
     non-streamed answer's head leaves the server once its generation has ended, so the two
     together time the server, not how fast the client reads the body."""
+    shared: str = ""
+    """The key of the shared computation that sent it (`Session.remember`), where one did: a
+    foundation's exchanges are replayed into every check that stands on them, and are not
+    what the check itself judged (`verdicts.reproducer`)."""
 
     def curl(self) -> str:
         """A curl command that replays the request (the API key is left as $TITO_API_KEY)."""
