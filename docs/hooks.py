@@ -181,7 +181,7 @@ def _requirement(req: Any, ways: dict[str, int]) -> str:
         ("Evidence", prose(req.evidence)),
         ("Needs", codes(req.needs)),
         ("Anchors the feature", code(req.anchor)),
-        ("Ground (blocks what builds on it)", code(req.ground)),
+        ("Ground (blocks what builds on it)", code(_ground_of(req.id))),
         ("Governs the fields", codes(req.fields)),
         ("In-flight FAIL rests on", ", ".join(p.value for p in req.proofs)),
         ("Diff cases", codes(req.diff)),
@@ -571,6 +571,13 @@ def _first_line(path: Path) -> str:
     """The first sentence-line of a module's docstring (a room's own account of itself)."""
     doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
     return doc.split("\n\n")[0].replace("\n", " ")
+
+
+def _ground_of(rid: str) -> str | None:
+    """The probe of the ground `rid` owns (`conformance.grounds.graph.OWNED`), if any."""
+    from conformance.grounds.graph import OWNED
+
+    return OWNED.get(rid)
 
 
 def layout() -> str:

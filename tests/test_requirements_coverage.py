@@ -169,14 +169,15 @@ def test_without_a_catalogue_no_requirement_has_defects(catalogues: list[_Catalo
 
 
 def test_the_map_lives_in_the_requirements() -> None:
-    """The anchors, foundations and fuzz filing are read from the catalogue, not kept beside it."""
+    """The anchors and fuzz filing are read from the catalogue; each ground has one owner."""
     from conformance.grounds import graph, probes
     from conformance.server import features
 
     assert {r.anchor: r.id for r in all_requirements() if r.anchor} == features.anchors()
-    grounds = {r.ground for r in all_requirements() if r.ground}
-    assert grounds == set(probes.PROBES)  # every probe grounds a requirement, and back
-    assert set(graph.foundations()) == {r.id for r in all_requirements() if r.ground}
+    assert set(graph.OWNED.values()) == set(probes.PROBES)  # every probe has one owner
+    assert len(set(graph.OWNED.values())) == len(graph.OWNED)
+    assert set(graph.OWNED) <= {r.id for r in all_requirements()}  # each a real requirement
+    assert set(graph.foundations()) == set(graph.OWNED)
     assert all(r.fuzz or r.id not in fuzz_covers() or r.sequences for r in all_requirements())
     orders = [rule.order for r in all_requirements() for rule in r.fuzz]
     assert min(orders) > 0 and len(set(orders)) >= 10

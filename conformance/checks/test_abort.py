@@ -46,7 +46,6 @@ REQUIREMENTS = [
         expected_status=200,
         needs=("generate",),
         anchor="abort",
-        ground="abort-route",
     ),
     Requirement(
         "ABORT-002",

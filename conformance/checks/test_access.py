@@ -28,7 +28,6 @@ REQUIREMENTS = [
         expected_status=401,
         needs=("api-key",),
         anchor="api-key",
-        ground="key-demanded",
         fuzz=(fuzz(110, checks=("positive_data_acceptance",), statuses=(401, 401)),),
         diff=("no-key-generate", "wrong-key-generate", "no-key-stream"),
     ),

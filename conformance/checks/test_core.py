@@ -21,7 +21,6 @@ REQUIREMENTS = [
         "prompt token IDs and returns generated token IDs",
         "a minimal request answers 200 with a body valid against GenerateResponse",
         expected_status=200,
-        ground="choices-listed",
         fuzz=(fuzz(130, operations=("generate",)),),
         diff=("basic",),
     ),
@@ -111,7 +110,6 @@ REQUIREMENTS = [
         "Any SamplingParams field",
         "sampling with the same seed gives the same tokens",
         needs=("generate",),
-        ground="same-seed-twice",
         diff=("seeded",),
     ),
     Requirement(
@@ -169,7 +167,6 @@ REQUIREMENTS = [
         "Generated token IDs.",
         "every choice carries token_ids, non-negative integers, no more than max_tokens",
         needs=("generate",),
-        ground="ids-agree",
         fields=("token_ids",),
     ),
     Requirement(
@@ -179,7 +176,6 @@ REQUIREMENTS = [
         "`stop`, `length` or `abort`.",
         "every non-streamed choice has a finish_reason among stop, length, abort",
         needs=("generate",),
-        ground="finish-reasons",
         fields=("finish_reason",),
     ),
     Requirement(
@@ -189,7 +185,6 @@ REQUIREMENTS = [
         "The top level adds request_id, usage, prompt_token_ids and prompt_logprobs.",
         "usage counts equal the prompt and the tokens returned",
         needs=("generate",),
-        ground="usage-counts",
     ),
     Requirement(
         "GEN-RESP-004",
@@ -210,7 +205,6 @@ REQUIREMENTS = [
         "the X-Request-Id header or body request_id you sent, prefixed with generate-tokens-.",
         "an X-Request-Id header comes back as generate-tokens-<header>",
         needs=("generate",),
-        ground="header-id",
         diff=("request-id-header", "stream-request-id-header"),
     ),
     Requirement(

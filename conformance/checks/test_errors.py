@@ -52,7 +52,6 @@ REQUIREMENTS = [
             fuzz(41, checks=("error_body_shape",)),
             fuzz(41, checks=SCHEMA_CHECKS, statuses=(400, 999)),
         ),
-        ground="error-status",
     ),
     Requirement(
         "ERR-003",

@@ -28,7 +28,6 @@ REQUIREMENTS = [
         expected_status=403,
         needs=("disabled",),
         anchor="disabled",
-        ground="gated",
         fuzz=(fuzz(33, profiles=("disabled",), operations=("generate",)),),
         diff=("disabled-generate",),
     ),

@@ -30,7 +30,6 @@ REQUIREMENTS = [
         "one entry per token",
         "len(logprobs.content) == len(token_ids)",
         needs=("generate",),
-        ground="logprob-count",
         diff=("n2-logprobs-2",),
     ),
     Requirement(
@@ -97,7 +96,6 @@ REQUIREMENTS = [
         expected_status=400,
         evidence="vllm-source-notes §2.1 (--max-logprobs)",
         needs=("generate",),
-        ground="logprobs-limit",
         diff=("logprobs-21",),
     ),
     Requirement(

@@ -58,7 +58,6 @@ REQUIREMENTS = [
         evidence="the header pins a request to a rank; a router that drops it load-balances "
         "a request the engine would reject",
         needs=ROUTED,
-        ground="rank-passes",
     ),
     Requirement(
         "ROUTER-006",
@@ -71,7 +70,6 @@ REQUIREMENTS = [
         source=Source.DERIVED,
         evidence="a router that renames requests leaves the client no id to abort by",
         needs=ROUTED,
-        ground="ids-pass",
     ),
     Requirement(
         "ROUTER-007",
@@ -82,7 +80,6 @@ REQUIREMENTS = [
         source=Source.DERIVED,
         evidence="clients tell token-only from text answers by the echo",
         needs=ROUTED,
-        ground="echo-passes",
     ),
     Requirement(
         "ROUTER-008",
@@ -95,7 +92,6 @@ REQUIREMENTS = [
         source=Source.DERIVED,
         evidence="a router that buffers a stream turns it into a slow non-streamed answer",
         needs=ROUTED,
-        ground="stream-paced",
     ),
     Requirement(
         "ROUTER-009",
@@ -109,7 +105,6 @@ REQUIREMENTS = [
         "into a 502 or plain text breaks it; clients branch on the status and read "
         "error.message",
         needs=ROUTED,
-        ground="errors-pass",
     ),
     Requirement(
         "ROUTER-010",
@@ -122,7 +117,6 @@ REQUIREMENTS = [
         source=Source.DERIVED,
         evidence="a router that sends its own key upstream opens the engines to anyone",
         needs=(*ROUTED, "api-key"),
-        ground="key-passes",
     ),
 ]
 """What a router in front of several engines must preserve (issue 20).

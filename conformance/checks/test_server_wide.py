@@ -118,7 +118,6 @@ REQUIREMENTS = [
         source=Source.DERIVED,
         evidence="RL trainers set the label once, through the router, for the whole fleet",
         needs=(*ROUTED, "weight-labels"),
-        ground="labels-reach",
     ),
 ]
 

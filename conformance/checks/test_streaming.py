@@ -20,7 +20,6 @@ REQUIREMENTS = [
         "against GenerateStreamChunk",
         expected_status=200,
         needs=("generate",),
-        ground="stream-events",
         fuzz=(
             fuzz(80, checks=("stream_well_framed",)),
             fuzz(120, operations=("generate",), stream=True),
@@ -34,7 +33,6 @@ REQUIREMENTS = [
         "SSE chunks ending with `data: [DONE]`.",
         "the last event is data: [DONE]",
         needs=("generate",),
-        ground="stream-done",
         fuzz=(fuzz(80, checks=("stream_well_framed",)),),
         diff=("stream",),
     ),
@@ -45,7 +43,6 @@ REQUIREMENTS = [
         "Stream chunks carry the same per-choice fields for the new tokens.",
         "deltas (token_ids, logprobs) concatenate to the non-streamed result of a seeded request",
         needs=("generate",),
-        ground="deltas",
     ),
     Requirement(
         "STREAM-004",

@@ -23,7 +23,6 @@ REQUIREMENTS = [
         "text mode puts text on every choice",
         needs=("text-mode",),
         anchor="text-mode",
-        ground="text-present",
         diff=("text",),
         fields=("text",),
     ),
@@ -102,7 +101,6 @@ REQUIREMENTS = [
         "With stream: true, each choice's text is the delta since the previous chunk.",
         "streamed text deltas concatenate to the non-streamed text",
         needs=("text-mode",),
-        ground="text-deltas",
         diff=("text-stream-n2-usage-logprobs",),
     ),
     Requirement(

@@ -29,7 +29,6 @@ REQUIREMENTS = [
         "The final output of every choice carries weight_versions",
         "every non-streamed choice carries a weight_versions list",
         needs=("generate",),
-        ground="weight-lists",
         fields=("weight_versions",),
     ),
     Requirement(
@@ -40,7 +39,6 @@ REQUIREMENTS = [
         "generation order",
         "spans start at 0, are contiguous and non-empty, and end at len(token_ids)",
         needs=("generate",),
-        ground="spans-cover",
         sequences=("label-then-generate",),
     ),
     Requirement(
@@ -51,7 +49,6 @@ REQUIREMENTS = [
         "last chunk after an abort.",
         "each choice's last chunk carries the list, also after an abort",
         needs=("generate",),
-        ground="stream-lists",
         fields=("weight_versions",),
     ),
     Requirement(
@@ -87,7 +84,6 @@ REQUIREMENTS = [
         "a label set with /update_weight_version labels the next requests",
         needs=("weight-labels",),
         anchor="weight-labels",
-        ground="label-applied",
         fuzz=(fuzz(130, operations=("updateWeightVersion", "finishWeightUpdate")),),
         sequences=("label-then-generate",),
     ),

@@ -147,8 +147,6 @@ class Requirement:
     - `needs`: the detected features its checks need (a check may add its own);
     - `anchor`: the feature whose claim this requirement proves present (a claimed feature
       that is absent fails here, and only here);
-    - `ground`: the foundation probe (`grounds.probes.PROBES`) that shows it broken, so checks
-      that build on it are blocked rather than failed;
     - `fuzz`: the fuzz findings filed under it; `sequences`: the stateful fuzz sequences that
       exercise it;
     - `diff`: the diff corpus cases whose answers it governs;
@@ -172,7 +170,6 @@ class Requirement:
     evidence: str = ""
     needs: tuple[str, ...] = ()
     anchor: str | None = None
-    ground: str | None = None
     fuzz: tuple[FuzzRule, ...] = ()
     sequences: tuple[str, ...] = ()
     diff: tuple[str, ...] = ()
