@@ -29,7 +29,7 @@ ENVS: dict[str, str] = {
     "in-flight defects caught in the settings where a correct server's actions land",
     "sweeps": "one whole-suite (or whole-fuzz) run per defect or budget: the blast radius, "
     "the router defects with and without the fuzz folded in, the fuzzer's defects, the CI "
-    "fuzz budget in every profile, side-by-side sessions",
+    "fuzz budget in every profile, side-by-side sessions, a hostile server's endless stream",
     "standin": "the GPU path and the release runs end to end against the stand-in vllm",
 }
 """Marker (and tox environment) -> what it holds."""
@@ -51,7 +51,11 @@ MOVED: tuple[Moved, ...] = (
           keep=("stream-bad-framing",)),
     Moved("test_fuzz_defects.py", "test_sequences_find_defect", "sweeps",
           keep=("abort-finish-reason-length",)),
-    Moved("test_fuzz_mock.py", "test_correct_mock_ci_budget", "sweeps", keep=("tokens-only",)),
+    # disabled: the profile that draws least alone (each pays for its own draws in `py`)
+    Moved("test_fuzz_mock.py", "test_correct_mock_ci_budget", "sweeps", keep=("disabled",)),
+    # the endless stream runs a client to its budget: ~50 s of the fast command alone
+    Moved("test_conformance_hostile.py", "test_hostile_server_yields_readable_failures", "sweeps",
+          keep=("early-close", "hang", "garbage", "endless-body")),
     Moved("test_conformance_parallel.py", "test_side_by_side_gives_the_verdicts_of_one_session",
           "sweeps", keep=("defect-checked-alone",)),
     Moved("test_live_gpu_standin.py", "test_the_gpu_path_end_to_end_with_dp", "standin"),
