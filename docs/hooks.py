@@ -530,7 +530,8 @@ def tox_environments() -> str:
     return table(("env", "what it runs", "commands"), rows)
 
 
-STEP = re.compile(r"^(python3 bootstrap\.py .+|bash \S+\.sh)$")
+STEP = re.compile(r"^(?:stage )?(python3 bootstrap\.py .+|bash \S+\.sh)$")
+"""A command of the CI scripts, as itself or timed by their `stage` function."""
 
 
 def ci_steps() -> str:
@@ -546,7 +547,9 @@ def _steps(script: Path, depth: int) -> list[str]:
         if line.startswith("#") and not line.startswith("#!"):
             comment.append(line.lstrip("# "))
             continue
-        if STEP.match(line):
+        step = STEP.match(line)
+        if step:
+            line = step[1]
             words = " ".join(comment)
             out.append("    " * depth + f"1. `{line}`" + (f": {words}" if words else ""))
             nested = ROOT / line.split()[1]

@@ -18,6 +18,7 @@ import pytest
 
 from conformance.fuzz.draw_cache import ENV
 from loopback import vllm_router
+from tests import selection
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -37,7 +38,27 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ[vllm_router.BINARY_ENV] = str(router_env())
 
 
-SPREAD = frozenset({"test_conformance_settings.py", "test_fuzz_defects.py"})
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each case `tests/selection.py` moves out of the fast command gets its environment's
+    marker (before `-m` selects), so `tox -e py` deselects it and `tox -e ENV` runs it."""
+    for item in items:
+        function = getattr(item, "originalname", item.name)
+        callspec = getattr(item, "callspec", None)
+        env = selection.env_of(item.path.name, function, callspec.id if callspec else None)
+        if env is not None:
+            item.add_marker(env)
+
+
+SPREAD = frozenset(
+    {
+        "test_conformance_settings.py",
+        "test_fuzz_defects.py",
+        # a router defect's run each, with nothing built per module (`tox -e sweeps`)
+        "test_conformance_router.py",
+        "test_router_blast.py",
+    }
+)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
