@@ -97,6 +97,12 @@ _CATALOGUE: tuple[Defect, ...] = (
         policy=Setting("generate", greedy_rank=2),
     ),
     Defect(
+        "choices-out-of-order",
+        "a non-streamed answer of n > 1 lists its choices last index first",
+        breaks=("n",),
+        requirements=("GEN-RESP-008",),
+    ),
+    Defect(
         "n-ignored",
         "n > 1 returns a single choice",
         breaks=("n",),

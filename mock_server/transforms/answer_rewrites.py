@@ -73,6 +73,13 @@ def usage_miscount(body: Json, ctx: Context) -> Json:
     return body
 
 
+@transformer("choices-out-of-order", "body")
+def choices_out_of_order(body: Json, ctx: Context) -> Json:
+    """Every choice intact, listed last index first."""
+    body["choices"] = body["choices"][::-1]
+    return body
+
+
 @transformer("finish-reason-null", "body")
 def finish_reason_null(body: Json, ctx: Context) -> Json:
     """Without a finish reason there is no stop reason, and no routed experts either."""
