@@ -98,17 +98,20 @@ class Mix:
         if (self.facts.dp_size or 1) > 1 and rng.random() < float(dp["pinned"]):
             rank = rng.randrange(int(self.facts.dp_size or 1))
         if seeded and rng.random() < float(req["repeat"]):
-            key, body, streamed = rng.choice(seeded)
-            stream = (not streamed) if rng.random() < 0.7 else streamed
-            return Plan(dict(body), stream, rank=rank, repeat_of=key)
+            key, earlier, streamed = rng.choice(seeded)
+            again = (not streamed) if rng.random() < 0.7 else streamed
+            return Plan(dict(earlier), again, rank=rank, repeat_of=key)
         if self.facts.abort and rng.random() < float(aborts["share"]):
             path = (
                 "legacy" if self.facts.legacy_abort and rng.random() < aborts["legacy"] else "abort"
             )
-            params = {"max_tokens": self._cap(int(aborts["max_tokens"]), len(ABORT_PROMPT))}
-            params |= {"temperature": 0, "ignore_eos": True}
+            held: dict[str, Any] = {
+                "max_tokens": self._cap(int(aborts["max_tokens"]), len(ABORT_PROMPT)),
+                "temperature": 0,
+                "ignore_eos": True,
+            }
             return Plan(
-                {"token_ids": list(ABORT_PROMPT), "sampling_params": params},
+                {"token_ids": list(ABORT_PROMPT), "sampling_params": held},
                 stream=rng.random() < 0.5,
                 abort=path,
                 after_tokens=_range(rng, aborts["after_tokens"]),

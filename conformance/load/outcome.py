@@ -66,7 +66,8 @@ def histogram(values: list[float]) -> dict[str, list[float]]:
     counts = [0] * BINS
     for v in values:
         counts[min(BINS - 1, int((v - low) / width))] += 1
-    return {"edges": [round(low + i * width, 6) for i in range(BINS + 1)], "counts": counts}
+    edges = [round(low + i * width, 6) for i in range(BINS + 1)]
+    return {"edges": edges, "counts": [float(c) for c in counts]}
 
 
 def _timeline(tally: Tally) -> list[dict[str, Any]]:

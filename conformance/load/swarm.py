@@ -99,7 +99,7 @@ def run_master(settings: Settings, live: Callable[[Tally, dict[str, Any]], None]
         if client_id not in order:
             order.append(client_id)
         workers.setdefault(client_id, {"in_flight": 0, "drained": False, "index": len(order) - 1})
-        workers[client_id]["name"] = msg.data
+        workers[client_id]["name"] = msg.data["value"]
         runner.send_message("tito_plan", plan_for(client_id), client_id)
 
     def on_report(client_id: str, data: dict[str, Any], **_: Any) -> None:
@@ -137,12 +137,12 @@ def run_master(settings: Settings, live: Callable[[Tally, dict[str, Any]], None]
             gevent.sleep(0.1)
         started_at = time.time()
         merged.started_at = started_at
-        runner.send_message("tito_go", started_at)
+        runner.send_message("tito_go", {"value": started_at})
         cycles = settings.cycles
         cycler = None
         if cycles is not None:
             cycles.started_at = started_at
-            cycles.tell = lambda kind, data: runner.send_message(kind, data)
+            cycles.tell = lambda kind, data: runner.send_message(kind, {"value": data})
             cycler = gevent.spawn(cycles.run)
         runner.start(settings.concurrency, spawn_rate=max(settings.concurrency, 1))
         began = time.monotonic()
@@ -159,7 +159,7 @@ def run_master(settings: Settings, live: Callable[[Tally, dict[str, Any]], None]
             cycles.stop.set()
         if cycler is not None:
             cycler.join(timeout=30)
-        runner.send_message("tito_drain", True)
+        runner.send_message("tito_drain", {"value": True})
         drain_by = time.monotonic() + float(settings.plan.get("timeout", 60)) + 10
         while not all(w.get("drained") for w in workers.values()):
             if time.monotonic() > drain_by:
@@ -205,7 +205,7 @@ def run_worker(host: str, port: int, api_key: str | None, name: str) -> int:
         state.configure(msg.data)
 
     def on_go(environment: Any, msg: Any, **_: Any) -> None:
-        state.tally.started_at = float(msg.data)
+        state.tally.started_at = float(msg.data["value"])
         state.go()
 
     def report(client_id: str, data: dict[str, Any], **_: Any) -> None:
@@ -214,10 +214,14 @@ def run_worker(host: str, port: int, api_key: str | None, name: str) -> int:
 
     runner.register_message("tito_plan", on_plan)
     runner.register_message("tito_go", on_go)
-    runner.register_message("tito_label", lambda environment, msg, **_: state.on_label(msg.data))
-    runner.register_message("tito_pause", lambda environment, msg, **_: state.on_pause(msg.data))
+    runner.register_message(
+        "tito_label", lambda environment, msg, **_: state.on_label(msg.data["value"])
+    )
+    runner.register_message(
+        "tito_pause", lambda environment, msg, **_: state.on_pause(msg.data["value"])
+    )
     runner.register_message("tito_drain", lambda environment, msg, **_: state.drain())
     env.events.report_to_master.add_listener(report)
-    runner.send_message("tito_hello", state.name)
+    runner.send_message("tito_hello", {"value": state.name})
     runner.greenlet.join()
     return 0
