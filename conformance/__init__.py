@@ -26,6 +26,7 @@ LAYERS = (
     "grounds",
     "inflight",
     "reporting",
+    "load",
     "checks",
     "diff",
     "run",

@@ -9,7 +9,7 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from conformance.options import add_api_key, add_deadline, add_timeout
+from conformance.options import add_api_key, add_deadline, add_reports, add_timeout
 from conformance.profiles import MAIN_PROFILES, PROFILES
 from conformance.reporting.provenance import VersionAction
 from conformance.verdicts.results import Report, exit_code
@@ -33,6 +33,7 @@ COMMAND_HELP = {
     "live": "start a real vLLM per profile and run the suite against it",
     "diff": "compare two servers' answers (e.g. the mock against a real vLLM)",
     "drift": "how vLLM releases' TITO surface differs from the spec (read from their wheels)",
+    "load": "a rollout-shaped load, every answer judged by the suite's rules (on Locust)",
 }
 
 
@@ -76,8 +77,7 @@ def _parser() -> argparse.ArgumentParser:
         help="YAML or JSON naming the server under test (name, version, url, contact, "
         "deployment); recorded in the JSON report and shown by `report`",
     )
-    run.add_argument("--json-report", type=Path, metavar="PATH")
-    run.add_argument("--junit-xml", type=Path, metavar="PATH")
+    add_reports(run)
     run.add_argument("-k", dest="keyword", metavar="EXPR", help="pytest -k expression on checks")
     run.add_argument(
         "--requirement",

@@ -6,6 +6,7 @@ too)."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from loopback.timeouts import DEFAULT_TIMEOUT_S, RUN_DEADLINE_S
 
@@ -26,3 +27,9 @@ def add_api_key(
 def add_deadline(parser: argparse.ArgumentParser, help: str = "whole-run deadline, s") -> None:
     """`--deadline`: a suite run's wall clock (`SuiteConfig.deadline_s`)."""
     parser.add_argument("--deadline", type=float, default=RUN_DEADLINE_S, help=help)
+
+
+def add_reports(parser: argparse.ArgumentParser) -> None:
+    """`--json-report` and `--junit-xml`: the run's report as JSON, and as JUnit XML."""
+    parser.add_argument("--json-report", type=Path, metavar="PATH")
+    parser.add_argument("--junit-xml", type=Path, metavar="PATH")
