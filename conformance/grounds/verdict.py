@@ -147,6 +147,18 @@ def found(name: str, message: str, reproducer: str) -> CheckResult:
     return CheckResult(name, Status.FAIL, message, reproducer)
 
 
+def tallied(
+    name: str, judged: int, violations: int, message: str, reproducer: str, took: float
+) -> CheckResult:
+    """A requirement judged over many answers (a load run): a failure when one violates it, a
+    pass when some were judged and none did, else a skip (no answer of its kind came)."""
+    if violations:
+        return CheckResult(name, Status.FAIL, message, reproducer, took)
+    if judged:
+        return CheckResult(name, Status.PASS, message, duration_s=took)
+    return CheckResult(name, Status.SKIP, message, duration_s=took, skip_kind=SkipKind.ABSENT)
+
+
 def unfound(rid: str) -> CheckResult:
     """A requirement the fuzzer exercised and found nothing against: a pass."""
     return CheckResult(f"fuzz {rid}", Status.PASS, "no fuzz failure")

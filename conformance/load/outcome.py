@@ -15,18 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from conformance import __version__
+from conformance.grounds import verdict
 from conformance.load.judge import LOST
 from conformance.load.tally import Tally
-from conformance.outcomes import Status
 from conformance.requirements import by_id
 from conformance.requirements.model import MUST, Feature, Requirement, Source
-from conformance.verdicts.results import (
-    CheckResult,
-    Report,
-    RequirementResult,
-    ServerInfo,
-    exit_code,
-)
+from conformance.verdicts.results import Report, ServerInfo, decide, exit_code
 
 SCHEMA = Path(__file__).with_name("load-report.schema.json")
 KIND = "tito-load-report"
@@ -118,9 +112,7 @@ def build(
     for rid in ids:
         req = requirement(rid)
         judged, bad = tally.judged.get(rid, 0), tally.violations.get(rid, 0)
-        status = Status.FAIL if bad else Status.PASS if judged else Status.SKIP
-        if status is Status.FAIL and req.level is not MUST:
-            status = Status.WARN
+        status = decide(req, [verdict.tallied(rid, judged, bad, "", "", 0.0)]).outcome
         rows.append(
             {
                 "id": rid,
@@ -196,7 +188,6 @@ def report_of(data: dict[str, Any]) -> Report:
     """The run's verdicts as the suite's results model (JUnit, exit code)."""
     results = []
     for row in data["requirements"]:
-        status = Status.FAIL if row["status"] in ("fail", "warn") else Status(row["status"])
         first = row.get("first_violation") or {}
         message = (
             f"{row['violations']} of {row['judged']} judged violate it; first at "
@@ -205,10 +196,15 @@ def report_of(data: dict[str, Any]) -> Report:
             else f"{row['judged']} judged under load, none violates it"
             + (f" ({row['unproven']} unproven)" if row["unproven"] else "")
         )
-        check = CheckResult(
-            f"load::{row['id']}", status, message, first.get("reproducer", ""), data["duration_s"]
+        check = verdict.tallied(
+            f"load::{row['id']}",
+            row["judged"],
+            row["violations"],
+            message,
+            first.get("reproducer", ""),
+            data["duration_s"],
         )
-        results.append(RequirementResult(requirement(row["id"]), status, message, [check]))
+        results.append(decide(requirement(row["id"]), [check]))
     server = data["server"]
     return Report(
         "tito-conformance load",
