@@ -236,8 +236,6 @@ class RolloutUser(User):
             ended.body = json.loads(reply.body) if reply.status == 200 else None
         except ValueError:
             ended.body = reply.body[:200].decode("utf-8", "replace")
-        if plan.abort is None and ended.status == 200 and isinstance(ended.body, dict):
-            ended.first_token_s = None
 
     def _abort_later(self, plan: mix.Plan, ended: Ended, began: float, due: float) -> None:
         gevent.sleep(due)
