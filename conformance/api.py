@@ -352,23 +352,30 @@ def read_stream(
     done = False
     after_done = 0
     tokens = 0
-    for data in stream.events():
-        if done:
-            after_done += 1
-            continue
-        if data == "[DONE]":
-            done = True
-            continue
-        chunk = chunk_of(data, f"stream event #{len(chunks) + 1}")
-        if s is not None:
-            s.observe(schema, f"stream event #{len(chunks) + 1}", chunk)
-        chunks.append(chunk)
-        if "error" in chunk:
-            errors.append(chunk)
-        for choice in chunk.get("choices") or []:
-            tokens += len(choice.get("token_ids") or [])
-        if stop_after_tokens is not None and tokens >= stop_after_tokens:
-            break
+    try:
+        for data in stream.events():
+            if done:
+                after_done += 1
+                continue
+            if data == "[DONE]":
+                done = True
+                continue
+            chunk = chunk_of(data, f"stream event #{len(chunks) + 1}")
+            if s is not None:
+                s.observe(schema, f"stream event #{len(chunks) + 1}", chunk)
+            chunks.append(chunk)
+            if "error" in chunk:
+                errors.append(chunk)
+            for choice in chunk.get("choices") or []:
+                tokens += len(choice.get("token_ids") or [])
+            if stop_after_tokens is not None and tokens >= stop_after_tokens:
+                break
+    except ServerBroke:
+        # A stream that broke is read no further; its failure (kept by the memo with this
+        # frame) need not keep up to MAX_EVENTS parsed chunks with it.
+        chunks.clear()
+        errors.clear()
+        raise
     ctype = stream.headers.get("content-type", "")
     return Streamed(stream.status, ctype, chunks, done, after_done, errors)
 

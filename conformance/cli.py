@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Sequence
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
@@ -213,7 +214,7 @@ def _run(args: argparse.Namespace) -> int:
             expect=expect,
             timeout=args.timeout,
             stream_deadline=Timeouts(args.timeout).stream,
-            deadline_s=args.deadline,
+            deadline_s=args.deadline or 0.0,
             requirement_ids=wanted,
             keyword=args.keyword,
             workers=args.workers,
@@ -271,6 +272,7 @@ class _Fuzzing:
     def __init__(self, config: SuiteConfig, examples: int) -> None:
         self.config = config
         self.examples = examples
+        self.ends = time.monotonic() + config.deadline_s  # the run's, which starts now
         self.fuzzed: Report | None = None
         self.error = ""
         self.ran = False
@@ -290,6 +292,7 @@ class _Fuzzing:
                 timeout_s=self.config.timeout,
                 facts=None if features is None or limits is None else facts_from(features, limits),
                 label_gate=gate,
+                ends=self.ends,
             )
         except Exception as exc:  # the fuzzer's probe or a harness bug: say so, do not hide it
             self.error = f"fuzz: {type(exc).__name__}: {exc}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from loopback.timeouts import DEFAULT_TIMEOUT_S, RUN_DEADLINE_S
+from loopback.timeouts import DEFAULT_TIMEOUT_S, RUN_FACTOR
 
 
 def add_timeout(
@@ -25,8 +25,14 @@ def add_api_key(
 
 
 def add_deadline(parser: argparse.ArgumentParser, help: str = "whole-run deadline, s") -> None:
-    """`--deadline`: a suite run's wall clock (`SuiteConfig.deadline_s`)."""
-    parser.add_argument("--deadline", type=float, default=RUN_DEADLINE_S, help=help)
+    """`--deadline`: a suite run's wall clock (`SuiteConfig.deadline_s`); by default it follows
+    from `--timeout` (`Timeouts.run`), as every other wait does."""
+    parser.add_argument(
+        "--deadline",
+        type=float,
+        default=None,
+        help=f"{help} (default: {RUN_FACTOR:g} x --timeout; the probe may spend half of it)",
+    )
 
 
 def add_reports(parser: argparse.ArgumentParser) -> None:

@@ -113,7 +113,7 @@ def suite_config(
         expect=profile.claims,
         timeout=args.timeout,
         stream_deadline=Timeouts(args.timeout, stream=args.stream_deadline).stream,
-        deadline_s=args.deadline,
+        deadline_s=args.deadline or 0.0,
         profile=profile.name,
         # One session, as the known deviations were recorded (`run --workers` side by side
         # against a real vLLM on two CPU cores is untried in CI).

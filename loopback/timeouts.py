@@ -17,6 +17,13 @@ its generate waits up from it by the learned pace (`Session.timeout_for`)."""
 CONNECT_CAP_S = 5.0
 STREAM_FACTOR = 3.0
 ANSWER_FACTOR = 2 / 3
+RUN_FACTOR = 40.0
+"""A whole suite run's wall clock, in request timeouts (RUN_DEADLINE_S at the default): room
+for a probe pass, a few dozen checks that each wait a stream's whole budget (3x) on a server
+whose streams never end, and the small fuzz, whatever the server does."""
+PROBE_SHARE = 0.5
+"""What of a run's wall clock its probe pass (features and limits) may spend: a server that
+makes every probe request wait its whole timeout leaves the checks the other half."""
 
 
 @dataclass(frozen=True)
@@ -27,12 +34,14 @@ class Timeouts:
     plain body must end within twice that. `connect`: the TCP connect (at most 5 s: a refused
     or unroutable server is found fast). `stream`: the wall clock of one streamed answer (3x).
     `answer`: how long a correct answer may take before the fuzzer calls it slow (2/3 x, so a
-    slow answer is told from one that never came)."""
+    slow answer is told from one that never came). `run`: a whole suite run's wall clock
+    (40x), which no server can stretch: every exchange ends by it."""
 
     request: float = DEFAULT_TIMEOUT_S
     connect: float = 0.0
     stream: float = 0.0
     answer: float = 0.0
+    run: float = 0.0
 
     def __post_init__(self) -> None:
         if self.request <= 0:
@@ -41,6 +50,7 @@ class Timeouts:
             "connect": min(self.request, CONNECT_CAP_S),
             "stream": STREAM_FACTOR * self.request,
             "answer": ANSWER_FACTOR * self.request,
+            "run": RUN_FACTOR * self.request,
         }
         for name, value in derived.items():
             if not getattr(self, name):
@@ -76,9 +86,10 @@ REAP_S = 5.0
 WARMUP_TIMEOUT_S = DEFAULT_TIMEOUT_S
 """The probe's first generate: a real server's first request is its slowest (a request's wait,
 or this if longer)."""
-RUN_DEADLINE_S = 600.0
-"""One suite run's wall clock (every `--deadline`; per profile in `live`): a server that hangs
-costs minutes, not hours, and a whole run of a real vLLM on two CPU cores fits."""
+RUN_DEADLINE_S = RUN_FACTOR * DEFAULT_TIMEOUT_S
+"""One suite run's wall clock at the default timeout (20 min; every `--deadline` defaults to
+`Timeouts.run`, 40 request timeouts; per profile in `live`): a server that hangs costs
+minutes, not hours, and a whole run of a real vLLM on two CPU cores fits."""
 PAST_DEADLINE_S = 60.0
 """How long a check worker's process may outlast the run deadline: the run inside it stops at
 its deadline, the process still starts Python, collects and writes its shard."""

@@ -29,7 +29,8 @@ ENVS: dict[str, str] = {
     "in-flight defects caught in the settings where a correct server's actions land",
     "sweeps": "one whole-suite (or whole-fuzz) run per defect or budget: the blast radius, "
     "the router defects with and without the fuzz folded in, the fuzzer's defects, the CI "
-    "fuzz budget in every profile, side-by-side sessions, a hostile server's endless stream",
+    "fuzz budget in every profile, side-by-side sessions, a hostile server's endless stream, "
+    "issue 38's hostile servers in bounded time and memory",
     "standin": "the GPU path and the release runs end to end against the stand-in vllm",
 }
 """Marker (and tox environment) -> what it holds."""
@@ -56,6 +57,11 @@ MOVED: tuple[Moved, ...] = (
     # the endless stream runs a client to its budget: ~50 s of the fast command alone
     Moved("test_conformance_hostile.py", "test_hostile_server_yields_readable_failures", "sweeps",
           keep=("early-close", "hang", "garbage", "endless-body")),
+    # issue 38's hostile servers, each a whole `tito-conformance run` (fuzz folded in) in a
+    # process of its own, 10-90 s each: the deep JSON (seconds) stays, the rest are sweeps
+    Moved("test_conformance_hostile.py",
+          "test_a_hostile_server_is_a_readable_failure_in_bounded_time_and_memory", "sweeps",
+          keep=("deep-json",)),
     Moved("test_conformance_parallel.py", "test_side_by_side_gives_the_verdicts_of_one_session",
           "sweeps", keep=("defect-checked-alone",)),
     Moved("test_live_gpu_standin.py", "test_the_gpu_path_end_to_end_with_dp", "standin"),

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import httpx
 import pytest
@@ -15,7 +19,8 @@ import respx
 from conformance.run.runner import run
 from conformance.session import SuiteConfig
 from conformance.verdicts.results import Status
-from conformance.wire import Client, ServerBroke
+from conformance.wire import Client, ServerBroke, Timeouts
+from tests.hostile_servers import DEPTH, serving
 
 VALID = {
     "request_id": "generate-tokens-x",
@@ -160,3 +165,69 @@ def test_client_turns_transport_faults_into_failures() -> None:
             client.post("/garbage", {}).json()
         assert client.log[0].curl().startswith("curl ")
         client.close()
+
+
+# ---------------------------------------- issue 38: `tito-conformance run` as a user runs it
+
+TIMEOUT_S = 2.0
+"""`--timeout` of the runs below: every bound of the run follows from it (`Timeouts`)."""
+ENDS_S = Timeouts(TIMEOUT_S).run + 30
+"""The run's deadline, and what ending after it may take: Python's start, the report."""
+MEMORY = 512 * 1024 * 1024
+ISSUE_CASES = {
+    # mode: (the requirement that fails, a piece of its evidence)
+    "hang": ("GEN-001", "no complete answer within"),
+    "endless-stream": ("STREAM-001", "no [DONE]"),
+    "endless-paced": ("STREAM-001", "no [DONE]"),
+    "gzip-bomb": ("GEN-001", "passed 8 MiB (decoded)"),
+    "sse-line": ("STREAM-001", "a stream line passed 8 MiB unended"),
+    "deep-json": ("GEN-001", f"nests {DEPTH} arrays/objects deep"),
+    "random-bytes": ("GEN-001", "Error"),
+    "error-500": ("GEN-001", "answered 500"),
+    "cut-short": ("GEN-001", "peer closed connection"),
+    "reset": ("GEN-001", "Server disconnected"),
+}
+"""Each case of issue 38, a server whose /health answers 200 and whose other answers do this."""
+
+
+def _cli_run(url: str, folder: Path) -> tuple[int, float, int, str]:
+    """`tito-conformance run --base-url URL --timeout 2 --json-report`, in a process of its own:
+    its exit code, wall time, peak RSS (bytes, the largest of its processes: `wait4`) and
+    stderr. Killed past twice its bound: a hang fails the test, never the test session."""
+    argv = [sys.executable, "-m", "conformance.cli", "run", "--base-url", url]
+    argv += ["--timeout", f"{TIMEOUT_S:g}", "--json-report", str(folder / "r.json")]
+    with (folder / "out").open("wb") as out, (folder / "err").open("wb") as err:
+        started = time.monotonic()
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        killer = threading.Timer(2 * ENDS_S, proc.kill)
+        killer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            killer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    took = time.monotonic() - started
+    return proc.returncode, took, usage.ru_maxrss * 1024, (folder / "err").read_text()
+
+
+@pytest.mark.parametrize("mode", sorted(ISSUE_CASES))
+def test_a_hostile_server_is_a_readable_failure_in_bounded_time_and_memory(
+    mode: str, tmp_path: Path
+) -> None:
+    """Issue 38: whatever the server does, the run ends by its deadline with its report, the
+    requirement the misbehaving exchange served fails with the bound as its evidence (no
+    harness error), and the suite stays under 512 MiB."""
+    wanted, evidence = ISSUE_CASES[mode]
+    with serving(mode) as url:
+        code, took, peak, err = _cli_run(url, tmp_path)
+    assert took < ENDS_S, f"the run took {took:.0f} s (bound {ENDS_S:g} s)"
+    assert peak < MEMORY, f"the suite's peak RSS was {peak / 2**20:.0f} MiB"
+    assert code == 1, f"exit {code}: {err[-2000:]}"
+    data = json.loads((tmp_path / "r.json").read_text())
+    report = data["reports"][0] if "reports" in data else data
+    assert not report.get("harness_error"), report["harness_error"]
+    statuses = {r["id"]: r for r in report["requirements"]}
+    errors = [(rid, r["reason"][:200]) for rid, r in statuses.items() if r["status"] == "error"]
+    assert not errors, errors
+    assert statuses[wanted]["status"] == "fail", (wanted, statuses[wanted]["reason"][:300])
+    assert evidence in statuses[wanted]["reason"], statuses[wanted]["reason"][:600]

@@ -29,6 +29,7 @@ def fuzz_report(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     facts: ServerFacts | None = None,
     label_gate: threading.Event | None = None,
+    ends: float | None = None,
 ) -> Report:
     """A fuzz run as a `conformance.verdicts.results.Report` (one per server), for the
     suite's `run`.
@@ -37,7 +38,7 @@ def fuzz_report(
     (vLLM 0.32 `--tokens-only`), which would end the rest of the suite's run. `facts`: what
     the suite's probe already learned (its features and limits); None probes anew.
     `label_gate`: run beside the suite's checks, it waits for this before changing the weight
-    label (see `run.fuzz`).
+    label (see `run.fuzz`). `ends`: the deadline of the run it is part of (`FuzzConfig.ends`).
     """
     from dataclasses import replace
 
@@ -51,6 +52,7 @@ def fuzz_report(
         oov_group=oov_group,
         operations=operations,
         request_timeout_s=timeout_s,
+        ends=ends,
     )
     config = replace(config, facts=facts or probe_facts(config, vocab_size))
     return to_report(fuzz(config, label_gate))

@@ -32,7 +32,14 @@ from conformance.fuzz.oracles import OUR_CHECKS, answer_problems, stream_payload
 from conformance.fuzz.settings import VLLM_MAX_LOGPROBS, FuzzConfig, ServerFacts
 from conformance.inflight.proof import Fastest
 from conformance.server.engine_state import EngineState
-from conformance.wire import IN_PROCESS_URL, Client, ServerBroke, Unsendable, auth_header
+from conformance.wire import (
+    IN_PROCESS_URL,
+    UNRESPONSIVE_AFTER,
+    Client,
+    ServerBroke,
+    Unsendable,
+    auth_header,
+)
 
 Checker = Callable[[Any, Any, Any], Any]
 
@@ -118,6 +125,7 @@ class Fuzzer:
         self.client = Client(
             self.base_url, timeout=cfg.timeouts, app=cfg.app, stop_after=None, keep_log=False
         )
+        self.client.ends = cfg.ends
         self.auth = auth_header(cfg.api_key)
         self.headers = headers
         st_config = schemathesis.Config.from_dict(
@@ -137,14 +145,28 @@ class Fuzzer:
         _resolve_checks_once(self.schema.config)
         self.checks: list[Checker] = [*builtin_checks(), *OUR_CHECKS]
         self._lock = threading.Lock()
+        self._silent = 0  # cases in a row that got no answer in time (`transport_error`)
         self.fastest = Fastest()  # the abort sequence's bound (`proof.BOUND`)
         # whether the server still holds an aborted stream (`proof.ENGINE`, where it says)
         self.state = EngineState([self.client])
 
     # ---- sending -------------------------------------------------------------------------
     def call(self, case: Any) -> Any:
-        """The server's answer to `case`, through the kit's client (`wire`)."""
+        """The server's answer to `case`, through the kit's client (`wire`); ServerGone once
+        the run's deadline is near (`late`)."""
+        if self.late():
+            raise ServerGone(self.server_gone)
         return wire.send(self.client, case, self.headers)
+
+    def late(self) -> bool:
+        """Whether the run's deadline is less than a stream's budget away (`FuzzConfig.ends`):
+        the fuzz stops there, so what it sent ends before the run's deadline cuts it."""
+        ends = self.config.ends
+        if ends is None or time.monotonic() < ends - self.config.timeouts.stream:
+            return False
+        if not self.server_gone:
+            self.server_gone = "the run's deadline was near: the fuzz stopped"
+        return True
 
     def senders(self) -> int:
         """How many cases go out at once: over HTTP, as many as the server runs side by side
@@ -165,6 +187,8 @@ class Fuzzer:
         op = self.schema["/health"]["GET"]
         try:
             return bool(self.call(op.Case(headers=dict(self.auth))).status_code == 200)
+        except ServerGone:
+            raise
         except Exception:
             return False
 
@@ -181,6 +205,8 @@ class Fuzzer:
         index: int,
         stream: bool = False,
     ) -> None:
+        if self.config.ends is not None and time.monotonic() >= self.config.ends:
+            return  # an exchange the run's deadline may have cut is no evidence
         finding = Finding(
             operation=op_id,
             label=label,
@@ -211,6 +237,8 @@ class Fuzzer:
         checks: list[Checker] | None = None,
     ) -> None:
         """Run the checks on one answer and record each failure under its check."""
+        with self._lock:
+            self._silent = 0  # an answer came: the cases without one were not in a row
         stream = wants_stream(case)
         try:
             case.validate_response(response, checks=checks or self.checks, headers=self.headers)
@@ -233,6 +261,9 @@ class Fuzzer:
     def transport_error(
         self, op_id: str, group: str, case: Any, exc: Exception, index: int
     ) -> None:
+        """A case that got no answer (its finding); ServerGone once `UNRESPONSIVE_AFTER` cases
+        in a row got none in time: a server whose /health answers while every case hangs would
+        otherwise cost each remaining case its whole timeout."""
         self._unanswered(
             op_id,
             group,
@@ -242,6 +273,14 @@ class Fuzzer:
             f"broke: {type(exc).__name__}: {exc}",
             index,
         )
+        with self._lock:
+            self._silent = self._silent + 1 if getattr(exc, "timed_out", False) else 0
+            silent = self._silent
+        if silent >= UNRESPONSIVE_AFTER:
+            raise ServerGone(
+                f"the server stopped answering: {silent} cases in a row got no answer within "
+                f"{self.config.request_timeout_s:g} s"
+            )
 
     def server_exception(
         self, op_id: str, group: str, case: Any, exc: Exception, index: int
@@ -297,7 +336,7 @@ class Fuzzer:
         @hypothesis.seed(self.config.seed)
         @hypothesis.given(strategy)
         def body(case: Any) -> None:
-            if self.server_gone:
+            if self.server_gone or self.late():
                 return
             stats.cases += 1
             if later is not None:

@@ -39,6 +39,8 @@ def send_oov_case(fz: Fuzzer, case: Any, index: int) -> None:
     `server_survives` (never as a slow answer) and ends the group."""
     try:
         response = fz.call(case)
+    except ServerGone:
+        raise
     except Exception as exc:
         if fz.alive():
             fz.transport_error("generate", GROUP, case, exc, index)

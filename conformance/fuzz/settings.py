@@ -75,6 +75,9 @@ class FuzzConfig:
     facts: ServerFacts | None = None  # None: probe the server
     senders: int | None = None  # cases sent at once; None: from the learned limits
     extra_headers: dict[str, str] = field(default_factory=dict)
+    ends: float | None = None
+    """The deadline of the run it is part of (`time.monotonic()`): no case starts once a
+    stream's budget from it, what is in flight at it is cut, and nothing is found after it."""
 
     @property
     def timeouts(self) -> Timeouts:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
 from conformance.fuzz.abort_stream import Outcome, stream_then_abort
-from conformance.fuzz.engine import Fuzzer
+from conformance.fuzz.engine import Fuzzer, ServerGone
 from conformance.fuzz.oracles import RawBody, framing_problem, stream_payloads
 from conformance.inflight.plans import Plan, plans_for, stream_deadline
 from conformance.inflight.proof import bound_proof
@@ -36,6 +36,8 @@ def _non_stream(case: Any) -> Any:
 def _send(fz: Fuzzer, op_id: str, case: Any, index: int) -> Any | None:
     try:
         response = fz.call(case)
+    except ServerGone:
+        raise
     except Exception as exc:
         fz.transport_error(op_id, GROUP, case, exc, index)
         return None

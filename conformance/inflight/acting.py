@@ -12,6 +12,7 @@ action and the request's end are recorded on a `Timeline`; `proof` judges what i
 
 from __future__ import annotations
 
+import contextvars
 import json
 import threading
 import time
@@ -20,8 +21,8 @@ from typing import Any
 
 from conformance.inflight.proof import engine_proof
 from conformance.inflight.timeline import Timeline, token_count
-from conformance.wire import MAX_EVENTS, Client, Reply, ServerBroke, Stream, is_event_stream
-from conformance.wire.bounded import EventReader
+from conformance.wire import Client, Reply, Stream, is_event_stream
+from conformance.wire.bounded import EventReader, too_many
 from conformance.wire.sender import MISSING
 
 REPEAT_S = 0.005  # how often an action sent before the first token is repeated
@@ -108,7 +109,10 @@ def stream_acting(
                     failure.append(exc)
                 line.ended_s = now()
 
-            reader = threading.Thread(target=read_rest, daemon=True)
+            # in a copy of this context: the stream's clock holds its reads there too
+            reader = threading.Thread(
+                target=contextvars.copy_context().run, args=(read_rest,), daemon=True
+            )
             reader.start()
             try:
                 act(line, action, now, reader if early else None, own_id, witness)
@@ -135,8 +139,7 @@ def _recorded(
             if line.done:
                 continue  # past [DONE]: only its bytes are kept
             st.exchange.events.append(data)
-            if len(st.exchange.events) > MAX_EVENTS:
-                raise ServerBroke(f"stream sent more than {MAX_EVENTS} events; stopped")
+            too_many(st.exchange, st.max_events)
             _keep(line, now(), data, read)
             yield
         if line.done and not past_done:

@@ -25,6 +25,7 @@ import pickle
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -163,11 +164,13 @@ def run_module(
     limits: Limits,
     selected: frozenset[str] | None,
     args: list[str],
+    ends: float | None = None,
 ) -> Shard:
     """In a worker: one pytest session over one module, with a session built from what the
-    runner's probe learned (no second probe) and the whole run's selection (so a claimed
-    feature's anchor in another module still blocks here instead of failing)."""
-    session = Session.learned(config, features, limits)
+    runner's probe learned (no second probe), the run's deadline (`ends`: monotonic clocks are
+    the machine's, not the process's) and the whole run's selection (so a claimed feature's
+    anchor in another module still blocks here instead of failing)."""
+    session = Session.learned(config, features, limits, ends)
     collector = Collector(config, session, selection=selected)
     try:
         error = checks_session(args, [collector])
@@ -206,8 +209,8 @@ def run_workers(
     ):
         paths = [Path(tmp) / f"job{i}" for i in range(len(jobs))]
         for path, args in zip(paths, jobs, strict=True):
-            path.with_suffix(".in").write_bytes(pickle.dumps((*learned, args)))
-        timeout = session.config.deadline_s + PAST_DEADLINE_S
+            path.with_suffix(".in").write_bytes(pickle.dumps((*learned, args, session.ends)))
+        timeout = max(0.0, session.ends - time.monotonic()) + PAST_DEADLINE_S
 
         def one(path: Path, job: list[str]) -> Shard:
             try:
@@ -274,8 +277,10 @@ def _main(path: str) -> None:
     from conformance.run import parallel  # the module's own classes, not __main__'s copies
 
     job = Path(path)
-    config, features, limits, selected, args = pickle.loads(job.with_suffix(".in").read_bytes())
-    shard = parallel.run_module(config, features, limits, selected, args)
+    config, features, limits, selected, args, ends = pickle.loads(
+        job.with_suffix(".in").read_bytes()
+    )
+    shard = parallel.run_module(config, features, limits, selected, args, ends)
     job.with_suffix(".out").write_bytes(pickle.dumps(shard))
 
 

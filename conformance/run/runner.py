@@ -91,7 +91,7 @@ def _checked(config: SuiteConfig, beside: Beside | None) -> Report:
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.monotonic()
     try:
-        session = Session.open(config)
+        session = Session.open(config, ends=t0 + config.deadline_s)
     except ProbeError as exc:
         return build(config, None, started_at, t0, [], harness_error=str(exc))
     workers = parallel.workers_for(config, session.limits)

@@ -53,6 +53,7 @@ class Session:
         client: Client,
         features: Features,
         limits: Limits | None = None,
+        ends: float | None = None,
     ) -> None:
         self.config = config
         self.client = client
@@ -60,6 +61,10 @@ class Session:
         self.seen = Observations()
         self.memo = Memo(client, self.seen.recent)
         self.started = time.monotonic()
+        self.ends = self.started + config.deadline_s if ends is None else ends
+        """The run's deadline (`time.monotonic()`): its probe's, its checks' and every client's
+        it makes; a check worker's session has the runner's."""
+        client.ends = self.ends
         self.session_id = secrets.token_hex(4)
         self.selected: frozenset[str] | None = None  # the requirements this run decides
         self.failing: set[str] = set()  # requirement IDs a check failed so far
@@ -69,33 +74,41 @@ class Session:
         client.on_misstated = self.misstated
 
     @classmethod
-    def open(cls, config: SuiteConfig) -> Session:
-        client = client_for(config)
+    def open(cls, config: SuiteConfig, ends: float | None = None) -> Session:
+        """Probe the server and open the run's session. `ends`: the run's deadline (default:
+        `config.deadline_s` from now); the probe pass spends at most `config.probe_s` of it,
+        however many of its requests wait their whole timeout."""
+        ends = time.monotonic() + config.deadline_s if ends is None else ends
+        client = client_for(config, ends=ends)
         probed: list[tuple[Exchange, int]] = []  # the probe's own answers are judged too
         client.on_misstated = lambda exchange, code: probed.append((exchange, code))
+        budget = min(config.probe_s, ends - time.monotonic())
         try:
-            features = probe(client, warmup_timeout=max(config.timeout, config.warmup_timeout))
-            limits = (
-                probe_limits(client, features.model) if features.generate == "enabled" else Limits()
-            )
-            features = with_topology(config, features)
+            with client.budget(budget, f"the probe's budget of {budget:.0f} s"):
+                warmup = max(config.timeout, config.warmup_timeout)
+                features = probe(client, warmup_timeout=warmup)
+                enabled = features.generate == "enabled"
+                limits = probe_limits(client, features.model) if enabled else Limits()
+                features = with_topology(config, features, ends)
         except BaseException:
             client.close()
             raise
         client.log.clear()
         client.bound_for = limits.body_bound
-        session = cls(config, client, features, limits)
+        session = cls(config, client, features, limits, ends)
         for exchange, code in probed:
             session.misstated(exchange, code)
         return session
 
     @classmethod
-    def learned(cls, config: SuiteConfig, features: Features, limits: Limits) -> Session:
+    def learned(
+        cls, config: SuiteConfig, features: Features, limits: Limits, ends: float | None = None
+    ) -> Session:
         """A session that knows what another session's probe learned (a worker's: no second
-        probe), with a client and request ids of its own."""
-        client = client_for(config)
+        probe, and the runner's deadline), with a client and request ids of its own."""
+        client = client_for(config, ends=ends)
         client.bound_for = limits.body_bound
-        return cls(config, client, features, limits)
+        return cls(config, client, features, limits, ends)
 
     def close(self) -> None:
         self.client.close()
@@ -159,14 +172,14 @@ class Session:
         """A client of one engine behind the router (`--engine`), reached at its own URL: what
         the engine itself answers, to tell the router's doing from the engine's."""
         if url not in self._direct:
-            self._direct[url] = client_for(self.config, url)
+            self._direct[url] = client_for(self.config, url, self.ends)
         return self._direct[url]
 
     @property
     def state(self) -> EngineState:
         """The engines' state (`engine_state`), its clients made once per session."""
         if self._state is None:
-            self._state = engine_state(self.config)
+            self._state = engine_state(self.config, self.ends)
         return self._state
 
     def rid(self, tag: str) -> str:
@@ -179,4 +192,4 @@ class Session:
 
     @property
     def overdue(self) -> bool:
-        return time.monotonic() - self.started > self.config.deadline_s
+        return time.monotonic() > self.ends

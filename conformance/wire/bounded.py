@@ -4,13 +4,15 @@
 
 A server under test may hang, send garbage, close a stream early or never end it. Every way a
 server can break the transport becomes `ServerBroke`, an AssertionError, so pytest reports it as a
-failure of the check with a readable message; the suite itself never hangs or crashes.
+failure of the check with a readable message; the suite itself never hangs or crashes. What an
+answer may take is bounded here, as it is read: its decoded size (`inflate`: a compressed body
+is decoded a bounded step at a time), one stream line, a stream's events, its nesting
+(`nesting`) and its wall clock (per chunk here; per socket read in `deadline`).
 """
 
 from __future__ import annotations
 
 import codecs
-import errno
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -20,7 +22,13 @@ from typing import Any, cast
 import httpx
 from httpx_sse import EventSource, ServerSentEvent, SSEError
 
+from conformance.wire.deadline import Bound
 from conformance.wire.exchange import Exchange
+from conformance.wire.faults import LOCAL_ERRNOS as LOCAL_ERRNOS  # their old address
+from conformance.wire.faults import ClientBroke, OutOfTime, PastDeadline, ServerBroke, local_fault
+from conformance.wire.faults import Unsendable as Unsendable
+from conformance.wire.inflate import adecoded, decoded
+from conformance.wire.nesting import MAX_DEPTH, too_deep
 
 # ---------------------------------------- SSE, decoded by httpx-sse
 
@@ -49,67 +57,53 @@ class EventReader:
     decoded, each once."""
 
     def __init__(self) -> None:
-        self._pending = b""
+        self._pending = bytearray()
+        self.count = 0
 
     def feed(self, chunk: bytes) -> list[str]:
-        """The data of the events this chunk completed."""
+        """The data of the events this chunk completed (each nested no deeper than
+        `MAX_DEPTH`: the server's failure, not decoded, otherwise)."""
+        start = max(0, len(self._pending) - 3)  # an end may straddle the chunks
         self._pending += chunk
-        end = max((at + len(m) for m in _ENDS if (at := self._pending.rfind(m)) >= 0), default=0)
+        pending = self._pending
+        end = max((at + len(m) for m in _ENDS if (at := pending.rfind(m, start)) >= 0), default=0)
         if not end:  # no blank line yet: no event is complete
             return []
-        done, self._pending = self._pending[:end], self._pending[end:]
-        return sse_data(done)
+        done = bytes(pending[:end])
+        del pending[:end]
+        events = sse_data(done)
+        for data in events:
+            self.count += 1
+            refuse_deep(data, f"stream event #{self.count}")
+        return events
 
 
 # ---------------------------------------- answers, bounded
 
 MAX_BODY = 8 * 1024 * 1024
+"""A whole answer's decoded body, unless what was asked grows it (`Sender._max_bytes`)."""
 MAX_EVENTS = 20_000
+"""Events in one stream, whatever it asked for: the longest correct stream the suite asks for
+is held under half of it (`inflight.plans.EVENT_BUDGET`). A request that names its n and
+max_tokens is held to what those can produce (`events_for`)."""
+EVENTS_PER_CHOICE = 2
+"""Events a choice may send besides one per token: its finish (an abort's, an error's)."""
+EVENTS_BESIDE = 16
+"""Events a stream may send besides its choices': a first chunk, usage, [DONE] and room."""
 EVENT_BYTES = 1024
 """What one stream event may add to a body of the same tokens: its framing and envelope."""
+MAX_LINE = MAX_BODY
+"""One line of a stream (an event's `data:`): as large as a whole default body. A correct
+event carries one chunk (a token per choice, its logprobs); its largest is a first chunk with a
+prompt's logprobs, ~1 KiB a prompt token at 20 logprobs: 8 MiB is some 8,000 prompt tokens,
+where the suite's prompts are a few dozen."""
+KEPT = 4096
+"""What a stream's exchange keeps of its bytes for the report."""
 
 
-class Unsendable(ValueError):
-    """The request itself cannot go on the wire (an HTTP/1.1 client refuses it: a header value
-    with a control character, say): nothing was sent, so there is no answer to judge."""
-
-
-class ClientBroke(RuntimeError):
-    """The client's own socket failed under it (closed: EBADF, ENOTSOCK): no statement of the
-    server's, so never a FAIL; the harness broke, and the report says so."""
-
-
-LOCAL_ERRNOS = frozenset({errno.EBADF, errno.ENOTSOCK})
-
-
-def local_fault(exc: BaseException) -> bool:
-    """Whether a transport error is the client's own (its socket closed under it)."""
-    seen: BaseException | None = exc
-    for _ in range(8):  # httpx -> httpcore -> OSError
-        if seen is None:
-            return False
-        if isinstance(seen, OSError) and seen.errno in LOCAL_ERRNOS:
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
-class ServerBroke(AssertionError):
-    """The server did not speak HTTP/JSON/SSE acceptably: timeout, garbage, too big, cut off.
-    `timed_out`: it said nothing in time (rather than saying something broken)."""
-
-    def __init__(self, message: str, timed_out: bool = False) -> None:
-        super().__init__(message)
-        self.timed_out = timed_out
-
-
-class PastDeadline(ServerBroke):
-    """An answer (a stream, or a plain body after its head) still coming when its wall clock
-    ran out: the client stopped reading. Only a verdict where the clock is the requirement's;
-    in flight, a slow reader can cause it."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, True)
+def size(n: int) -> str:
+    """A byte count as a report says it: MiB where it is one."""
+    return f"{n / 1024 / 1024:g} MiB" if n >= 1024 * 1024 and not n % (1024 * 1024) else f"{n} B"
 
 
 @dataclass
@@ -129,7 +123,8 @@ class Reply:
         return self.exchange.response_body
 
     def json(self) -> Any:
-        """The body as JSON, or a failure saying what came instead."""
+        """The body as JSON, or a failure saying what came instead (the wire refused a body
+        nested past `nesting.MAX_DEPTH` before it became a Reply)."""
         try:
             return json.loads(self.body)
         except ValueError as exc:
@@ -143,22 +138,66 @@ class Reply:
         return sse_data(self.body)
 
 
-def _event(exchange: Exchange, data: str) -> str:
+def refuse_deep(raw: bytes | str, what: str) -> None:
+    """A body or event nested past `MAX_DEPTH` is the server's failure, before it is decoded."""
+    found = too_deep(raw)
+    if found is not None:
+        raise ServerBroke(
+            f"{what} nests {found} arrays/objects deep (more than {MAX_DEPTH}); not decoded"
+        )
+
+
+def events_for(body: Any) -> int:
+    """The most events a correct stream answering `body` may send: a token per event per
+    choice at most (vLLM sends one chunk per choice per engine step), plus each choice's
+    finish and the stream's own; MAX_EVENTS where the body does not say."""
+    sp = body.get("sampling_params") if isinstance(body, dict) else None
+    n = sp.get("n", 1) if isinstance(sp, dict) else None
+    tokens = sp.get("max_tokens") if isinstance(sp, dict) else None
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (n, tokens)):
+        return MAX_EVENTS
+    assert isinstance(n, int) and isinstance(tokens, int)
+    if tokens < 1:
+        return MAX_EVENTS
+    return min(MAX_EVENTS, max(1, n) * (tokens + EVENTS_PER_CHOICE) + EVENTS_BESIDE)
+
+
+def too_many(exchange: Exchange, most: int = MAX_EVENTS) -> None:
+    """A stream past `most` events is stopped (sync, async and raw readers alike)."""
+    if len(exchange.events) > most:
+        done = "" if "[DONE]" in exchange.events else ", no [DONE]"
+        beyond = "" if most == MAX_EVENTS else ", more than its request can produce"
+        raise ServerBroke(
+            f"the stream sent more than {most} events without ending{done}{beyond}; stopped reading"
+        )
+
+
+def _event(exchange: Exchange, data: str, most: int = MAX_EVENTS) -> str:
     """Record one event's data (sync and async alike): a stream that never ends is stopped."""
     exchange.events.append(data)
-    if len(exchange.events) > MAX_EVENTS:
-        raise ServerBroke(f"stream sent more than {MAX_EVENTS} events; stopped")
+    too_many(exchange, most)
+    refuse_deep(data, f"stream event #{len(exchange.events)}")
     return data
 
 
 def _cut_off(
-    exchange: Exchange, exc: httpx.HTTPError, on_stall: Callable[[], None] = lambda: None
-) -> ServerBroke | ClientBroke:
-    """The ServerBroke of a stream whose transport failed mid-read, recorded on the exchange
-    (sync and async alike); a read timeout is a stall, told to `on_stall`."""
+    exchange: Exchange,
+    exc: httpx.HTTPError,
+    bound: Bound | None,
+    budget: float,
+    on_stall: Callable[[], None] = lambda: None,
+) -> Exception:
+    """What a stream whose transport failed mid-read raises, recorded on the exchange (sync
+    and async alike): a read timeout is a stall (told to `on_stall`), or the stream's deadline
+    (the run's: `OutOfTime`)."""
     if local_fault(exc):
         exchange.error = f"the client's socket failed: {exc}"
         return ClientBroke(f"the client's own socket failed mid-stream (not the server): {exc}")
+    if isinstance(exc, httpx.TimeoutException) and bound is not None and bound.expired:
+        if bound.by_run:
+            exchange.error = "cut at the run's deadline"
+            return OutOfTime("the run's deadline passed while the stream was being read")
+        return _past(exchange, budget)
     if isinstance(exc, httpx.TimeoutException):
         on_stall()
         exchange.error = "read timed out mid-stream"
@@ -167,45 +206,76 @@ def _cut_off(
     return ServerBroke(f"the stream broke off: {type(exc).__name__}: {exc}")
 
 
+def _past(exchange: Exchange, budget: float) -> PastDeadline:
+    """A stream still coming at its deadline."""
+    done = "[DONE]" in exchange.events[-1:]
+    what = f"{len(exchange.events)} events" + ("" if done else ", no [DONE]")
+    exchange.error = f"still streaming after {budget:g} s"
+    return PastDeadline(f"the stream did not end within {budget:g} s ({what}); stopped reading")
+
+
+class _Limit:
+    """What one streamed answer may take, checked as each decoded piece arrives: its size, its
+    open line (an SSE line or event that never ends) and its wall clock."""
+
+    def __init__(self, exchange: Exchange, deadline: float, budget: float, max_bytes: int):
+        self.exchange, self.deadline, self.budget = exchange, deadline, budget
+        self.max_bytes = max_bytes
+        self.read = 0
+        self.line = 0  # bytes since the last line break
+
+    def take(self, chunk: bytes) -> None:
+        self.read += len(chunk)
+        if len(self.exchange.response_body) < KEPT:
+            self.exchange.response_body += chunk[:KEPT]
+        if self.read > self.max_bytes:
+            raise ServerBroke(
+                f"the stream passed {size(self.max_bytes)} (decoded); stopped reading"
+            )
+        end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
+        self.line = self.line + len(chunk) if end < 0 else len(chunk) - end - 1
+        if self.line > MAX_LINE:
+            raise ServerBroke(f"a stream line passed {size(MAX_LINE)} unended; stopped reading")
+        if time.monotonic() > self.deadline:
+            raise _past(self.exchange, self.budget)
+
+
 class _BoundedResponse:
-    """What httpx-sse reads from: the real response, cut off by size and wall clock."""
+    """What httpx-sse reads from: the stream's decoded, bounded pieces as text."""
+
+    def __init__(self, stream: Stream) -> None:
+        self.headers = stream.response.headers
+        self._stream = stream
+
+    def iter_text(self) -> Iterator[str]:
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        for chunk in self._stream._pieces():
+            yield decoder.decode(chunk)
+
+
+class Stream:
+    """An open SSE response. `events()` yields each event's data, bounded; `chunks()` the raw
+    (decoded) body; both read one bounded source, so either continues where the other left."""
 
     def __init__(
         self,
         response: httpx.Response,
         exchange: Exchange,
         deadline: float,
+        budget: float,
+        max_bytes: int,
+        bound: Bound | None = None,
         on_stall: Callable[[], None] = lambda: None,
-        max_bytes: int = MAX_BODY,
+        max_events: int = MAX_EVENTS,
     ) -> None:
-        self.headers = response.headers
+        self.response = response
+        self.exchange = exchange
+        self.max_events = max_events
+        """The most events this stream may send (`events_for` its request)."""
+        self._limit = _Limit(exchange, deadline, budget, max_bytes)
+        self._bound = bound
         self._on_stall = on_stall
-        self._max_bytes = max_bytes
-        self._response = response
-        self._exchange = exchange
-        self._deadline = deadline
-        self.read_bytes = 0
-
-    def iter_text(self) -> Iterator[str]:
-        for text in self._response.iter_text():
-            self.read_bytes += len(text)
-            if len(self._exchange.response_body) < 4096:
-                self._exchange.response_body += text.encode()[:4096]
-            if self.read_bytes > self._max_bytes:
-                raise ServerBroke(f"stream exceeded {self._max_bytes} bytes; stopped reading")
-            if time.monotonic() > self._deadline:
-                self._on_stall()
-                raise PastDeadline("stream did not end before its deadline; stopped reading")
-            yield text
-
-
-class Stream:
-    """An open SSE response. `events()` yields each event's data, bounded."""
-
-    def __init__(self, bounded: _BoundedResponse) -> None:
-        self.response = bounded._response
-        self.exchange = bounded._exchange
-        self._bounded = bounded
+        self._source: Iterator[bytes] | None = None
         self._events: Iterator[str] | None = None
         self.raw = bytearray()
         """Every byte `chunks` read (the exchange keeps the first 4 KiB)."""
@@ -220,8 +290,25 @@ class Stream:
 
     def read_body(self) -> Reply:
         """For a non-SSE answer (an error status): read it as a plain bounded body."""
-        self.exchange.response_body = read_bounded(self.response, self._bounded._deadline)
+        body = read_bounded(self.response, self._limit.deadline)
+        self.exchange.response_body = body
+        refuse_deep(body, "the body")
         return Reply(self.exchange)
+
+    def _pieces(self) -> Iterator[bytes]:
+        """The one bounded source under `events` and `chunks`."""
+        if self._source is None:
+            self._source = self._read()
+        return self._source
+
+    def _read(self) -> Iterator[bytes]:
+        limit = self._limit
+        try:
+            for chunk in decoded(self.response):
+                limit.take(chunk)
+                yield chunk
+        except httpx.HTTPError as exc:
+            raise _cut_off(self.exchange, exc, self._bound, limit.budget, self._on_stall) from None
 
     def events(self) -> Iterator[str]:
         """The event iterator; calling it again continues where the last reader stopped."""
@@ -232,33 +319,17 @@ class Stream:
     def chunks(self) -> Iterator[bytes]:
         """The raw body as it arrives, bounded like `events` (for a caller that watches the
         bytes, e.g. for the first request id, rather than reading events)."""
-        bounded = self._bounded
-        try:
-            for chunk in self.response.iter_bytes():
-                bounded.read_bytes += len(chunk)
-                self.raw += chunk
-                if len(self.exchange.response_body) < 4096:
-                    self.exchange.response_body += chunk[:4096]
-                if bounded.read_bytes > bounded._max_bytes:
-                    raise ServerBroke(
-                        f"stream exceeded {bounded._max_bytes} bytes; stopped reading"
-                    )
-                if time.monotonic() > bounded._deadline:
-                    bounded._on_stall()
-                    raise PastDeadline("stream did not end before its deadline; stopped")
-                yield chunk
-        except httpx.HTTPError as exc:
-            raise _cut_off(self.exchange, exc, bounded._on_stall) from None
+        for chunk in self._pieces():
+            self.raw += chunk
+            yield chunk
 
     def _iter_events(self) -> Iterator[str]:
-        source = EventSource(cast(httpx.Response, self._bounded))
+        source = EventSource(cast(httpx.Response, _BoundedResponse(self)))
         try:
             for event in source.iter_sse():
-                yield _event(self.exchange, event.data)
+                yield _event(self.exchange, event.data, self.max_events)
         except SSEError as exc:  # an httpx.HTTPError too: the stream's bytes are no SSE
             raise ServerBroke(f"not an SSE stream: {exc}") from None
-        except httpx.HTTPError as exc:
-            raise _cut_off(self.exchange, exc, self._bounded._on_stall) from None
 
 
 class AsyncStream:
@@ -266,14 +337,22 @@ class AsyncStream:
     reader under both (a caller may watch the bytes for an id, then read on)."""
 
     def __init__(
-        self, response: httpx.Response, exchange: Exchange, deadline: float, max_bytes: int
+        self,
+        response: httpx.Response,
+        exchange: Exchange,
+        deadline: float,
+        max_bytes: int,
+        budget: float = 0.0,
+        bound: Bound | None = None,
+        max_events: int = MAX_EVENTS,
     ) -> None:
         self.response = response
         self.exchange = exchange
+        self.max_events = max_events
         self.headers = response.headers  # what httpx-sse reads the Content-Type from
-        self._deadline = deadline
-        self._max_bytes = max_bytes
-        self.read_bytes = 0
+        self._limit = _Limit(exchange, deadline, budget, max_bytes)
+        self._bound = bound
+        self._source: AsyncIterator[bytes] | None = None
         self.raw = bytearray()
         """Every byte read so far (the exchange keeps the first 4 KiB)."""
 
@@ -281,20 +360,25 @@ class AsyncStream:
     def status(self) -> int:
         return self.response.status_code
 
-    async def chunks(self) -> AsyncIterator[bytes]:
+    @property
+    def read_bytes(self) -> int:
+        return self._limit.read
+
+    async def _read(self) -> AsyncIterator[bytes]:
+        limit = self._limit
         try:
-            async for chunk in self.response.aiter_bytes():
-                self.read_bytes += len(chunk)
-                self.raw += chunk
-                if len(self.exchange.response_body) < 4096:
-                    self.exchange.response_body += chunk[:4096]
-                if self.read_bytes > self._max_bytes:
-                    raise ServerBroke(f"stream exceeded {self._max_bytes} bytes; stopped reading")
-                if time.monotonic() > self._deadline:
-                    raise PastDeadline("stream did not end before its deadline; stopped")
+            async for chunk in adecoded(self.response):
+                limit.take(chunk)
                 yield chunk
         except httpx.HTTPError as exc:
-            raise _cut_off(self.exchange, exc) from None
+            raise _cut_off(self.exchange, exc, self._bound, limit.budget) from None
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        if self._source is None:
+            self._source = self._read()
+        async for chunk in self._source:
+            self.raw += chunk
+            yield chunk
 
     async def aiter_text(self) -> AsyncIterator[str]:
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
@@ -305,37 +389,60 @@ class AsyncStream:
         """Each event's data as it arrives (httpx-sse over the bounded reader)."""
         try:
             async for event in EventSource(cast(httpx.Response, self)).aiter_sse():
-                yield _event(self.exchange, event.data)
+                yield _event(self.exchange, event.data, self.max_events)
         except SSEError as exc:
             raise ServerBroke(f"not an SSE stream: {exc}") from None
 
 
 class _Body:
-    """A body read chunk by chunk, cut off by size and wall clock (sync and async alike)."""
+    """A body read piece by piece as it is decoded, cut off by size and wall clock (sync and
+    async alike); an SSE body read whole (`events`), by its events too."""
 
-    def __init__(self, deadline: float, max_bytes: int) -> None:
+    def __init__(self, deadline: float, max_bytes: int, events: int | None = None) -> None:
         self.deadline, self.max_bytes = deadline, max_bytes
         self.chunks: list[bytes] = []
         self.size = 0
+        self.most = events
+        self.events = 0
 
     def add(self, chunk: bytes) -> None:
         self.chunks.append(chunk)
         self.size += len(chunk)
+        if self.most is not None:  # event ends split across pieces go uncounted: a cap
+            self.events += chunk.count(b"\n\n") + chunk.count(b"\r\n\r\n")
+            if self.events > self.most:
+                self.chunks.clear()
+                raise ServerBroke(
+                    f"the stream (read whole) sent more than {self.most} events without "
+                    "ending; stopped reading"
+                )
         if self.size > self.max_bytes:
-            raise ServerBroke(f"response body exceeded {self.max_bytes} bytes; stopped reading")
+            self.chunks.clear()  # a failure's traceback keeps this frame, not the bytes
+            raise ServerBroke(
+                f"the response body passed {size(self.max_bytes)} (decoded); stopped reading"
+            )
         if time.monotonic() > self.deadline:
+            self.chunks.clear()
             raise PastDeadline("response body did not end before its deadline; stopped reading")
 
 
-def read_bounded(response: httpx.Response, deadline: float, max_bytes: int = MAX_BODY) -> bytes:
-    body = _Body(deadline, max_bytes)
-    for chunk in response.iter_bytes():
+def read_bounded(
+    response: httpx.Response,
+    deadline: float,
+    max_bytes: int = MAX_BODY,
+    events: int | None = None,
+) -> bytes:
+    """The whole body, decoded, within `deadline`, `max_bytes` and (an SSE body) `events`."""
+    body = _Body(deadline, max_bytes, events)
+    for chunk in decoded(response):
         body.add(chunk)
     return b"".join(body.chunks)
 
 
-async def aread_bounded(response: httpx.Response, deadline: float, max_bytes: int) -> bytes:
-    body = _Body(deadline, max_bytes)
-    async for chunk in response.aiter_bytes():
+async def aread_bounded(
+    response: httpx.Response, deadline: float, max_bytes: int, events: int | None = None
+) -> bytes:
+    body = _Body(deadline, max_bytes, events)
+    async for chunk in adecoded(response):
         body.add(chunk)
     return b"".join(body.chunks)

@@ -1,6 +1,6 @@
 """The sync and async clients, and what they share around one transfer (`Outgoing`): the two
-differ only in awaiting, so the arguments, the answer's head, the bounds of its body, a
-failure's report and the count of timeouts are spelled once."""
+differ only in awaiting, so the arguments, the answer's head, the bounds of its body and its
+clock, a failure's report and the count of timeouts are spelled once."""
 
 from __future__ import annotations
 
@@ -17,10 +17,13 @@ from conformance.wire.bounded import (
     Reply,
     ServerBroke,
     Stream,
-    _BoundedResponse,
     aread_bounded,
+    events_for,
+    is_event_stream,
     read_bounded,
+    refuse_deep,
 )
+from conformance.wire.deadline import Bound, bounded_async_transport, bounded_transport, within
 from conformance.wire.exchange import Exchange
 from conformance.wire.sender import (
     MISSING,
@@ -28,6 +31,7 @@ from conformance.wire.sender import (
     Sender,
     Timed,
     received,
+    tls,
     wire,
 )
 
@@ -40,11 +44,13 @@ class Client(Sender):
     in-process (through the streaming transport) instead of `base_url`'s socket."""
 
     def _open(self, app: Any) -> httpx.Client:
-        transport = None
+        transport: httpx.BaseTransport
         if app is not None:
             from openapi.asgi_transport import StreamingTransport
 
             transport = StreamingTransport(app, self._portal)
+        else:
+            transport = bounded_transport(verify=tls(), limits=self._limits())
         return httpx.Client(transport=transport, **self._options())
 
     def close(self) -> None:
@@ -59,9 +65,10 @@ class Client(Sender):
         out = Outgoing(self, exchange, f"{method} {path}", timeout or self.timeout, body)
         with (
             out.answered(),
+            within(out.bound),
             self._http.stream(**out.args(self.timeouts.for_httpx(out.limit), True)) as answer,
         ):
-            exchange.response_body = read_bounded(answer, *out.received(answer))
+            out.read(read_bounded(answer, *out.received(answer)))
         return out.reply()
 
     def post(self, path: str, body: Any = MISSING, **kwargs: Any) -> Reply:
@@ -82,16 +89,17 @@ class Client(Sender):
         exchange = self._prepare(method, path, body, True, how)
         what = f"{method} {path} (stream)"
         out = Outgoing(self, exchange, what, deadline or self.stream_deadline, body)
-        with out.opened(), self._http.stream(**out.args()) as response:
+        with out.opened(), within(out.bound), self._http.stream(**out.args()) as response:
             out.streaming(response)
             yield Stream(
-                _BoundedResponse(
-                    response,
-                    exchange,
-                    out.ends,
-                    on_stall=lambda: self._note(True),
-                    max_bytes=out.max_bytes,
-                )
+                response,
+                exchange,
+                out.ends,
+                out.limit,
+                out.max_bytes,
+                out.bound,
+                on_stall=lambda: self._note(True),
+                max_events=out.max_events,
             )
 
 
@@ -107,10 +115,19 @@ class Outgoing:
     what: str
     """How a failure names the request: `POST /path`, `POST /path (stream)`."""
     limit: float
-    """A whole request's timeout; a stream's whole budget."""
+    """A whole request's timeout; a stream's whole budget (both cut to a sender's budget)."""
     body: Any
     """The JSON body sent (`MISSING`: none), which sets how large a correct answer may be."""
     started: float = field(default_factory=time.monotonic)
+    body_s: float = 0.0
+    """How long a plain answer's body may take once its head came."""
+    bound: Bound = field(init=False)
+    """The exchange's clock, held at every socket read (`wire.deadline`): its head's (a
+    stream's whole) until the head came, then its body's."""
+
+    def __post_init__(self) -> None:
+        self.limit = self.sender._within_budget(self.limit)
+        self.bound = self.sender._bound(self.started, self.limit)
 
     def args(self, timeout: httpx.Timeout | None = None, traced: bool = False) -> dict[str, Any]:
         """httpx's `stream` arguments: the recorded request as it goes on the wire (`traced`,
@@ -139,19 +156,36 @@ class Outgoing:
         """When a stream must have ended."""
         return self.started + self.limit
 
-    def received(self, response: httpx.Response) -> tuple[float, int]:
-        """Record the answer's head; the deadline and size its whole body is read within."""
+    @property
+    def max_events(self) -> int:
+        return events_for(self.body)
+
+    def received(self, response: httpx.Response) -> tuple[float, int, int | None]:
+        """Record the answer's head; the deadline, size and (SSE) events its whole body is
+        read within (the exchange's clock moves on to the body's)."""
         received(self.exchange, response, self.started)
-        return self.sender._body_deadline(self.exchange, self.limit), self.max_bytes
+        ends = self.sender._body_deadline(self.exchange, self.limit)
+        self.body_s = round(ends - time.monotonic(), 3)
+        self.bound.own = ends
+        sse = is_event_stream(self.exchange.response_headers)
+        return ends, self.max_bytes, self.max_events if sse else None
+
+    def read(self, body: bytes) -> None:
+        """Keep the whole body read; one nested past `nesting.MAX_DEPTH` is not decoded."""
+        self.exchange.response_body = body
+        refuse_deep(body, "the body")
 
     @contextmanager
     def answered(self) -> Iterator[None]:
         """A transfer that fails (transport error, answer out of bounds) raises the recorded
-        `ServerBroke` (`Unsendable`) of `Sender._failed`; one that ends resets the timeouts."""
+        `ServerBroke` (`Unsendable`, `OutOfTime`) of `Sender._failed`; one that ends resets the
+        timeouts."""
         try:
             yield
         except (httpx.HTTPError, ServerBroke) as exc:
-            raise self.sender._failed(self.exchange, self.what, exc, self.limit) from None
+            raise self.sender._failed(
+                self.exchange, self.what, exc, self.limit, self.bound, self.body_s
+            ) from None
         self.sender._note(False)
 
     def streaming(self, response: httpx.Response) -> None:
@@ -165,7 +199,7 @@ class Outgoing:
         try:
             yield
         except httpx.HTTPError as exc:
-            raise self.sender._stream_failed(self.exchange, self.what, exc) from None
+            raise self.sender._stream_failed(self.exchange, self.what, exc, self.bound) from None
 
     def reply(self) -> Reply:
         self.sender._answered(self.exchange)
@@ -179,11 +213,13 @@ class AsyncClient(Sender):
     """The same client for asyncio code (a stream read while its abort is sent beside it)."""
 
     def _open(self, app: Any) -> httpx.AsyncClient:
-        transport = None
+        transport: httpx.AsyncBaseTransport
         if app is not None:
             from openapi.asgi_transport import AsyncStreamingTransport
 
             transport = AsyncStreamingTransport(app, self._portal)
+        else:
+            transport = bounded_async_transport(verify=tls(), limits=self._limits())
         return httpx.AsyncClient(transport=transport, **self._options())
 
     async def aclose(self) -> None:
@@ -203,9 +239,9 @@ class AsyncClient(Sender):
         timeout = how.get("timeout")
         exchange = self._prepare(method, path, body, False, how)
         out = Outgoing(self, exchange, f"{method} {path}", timeout or self.timeout, body)
-        with out.answered():
+        with out.answered(), within(out.bound):
             async with self._http.stream(**out.args(self.timeouts.for_httpx(out.limit))) as answer:
-                exchange.response_body = await aread_bounded(answer, *out.received(answer))
+                out.read(await aread_bounded(answer, *out.received(answer)))
         return out.reply()
 
     async def post(self, path: str, body: Any = MISSING, **kwargs: Any) -> Reply:
@@ -221,7 +257,7 @@ class AsyncClient(Sender):
         exchange = self._prepare(method, path, body, True, how)
         what = f"{method} {path} (stream)"
         out = Outgoing(self, exchange, what, deadline or self.stream_deadline, body)
-        with out.opened():
+        with out.opened(), within(out.bound):
             async with self._http.stream(**out.args()) as response:
                 out.streaming(response)
-                yield AsyncStream(response, exchange, out.ends, out.max_bytes)
+                yield AsyncStream(response, exchange, out.ends, out.max_bytes, out.limit, out.bound)

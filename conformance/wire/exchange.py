@@ -117,8 +117,8 @@ class Exchange:
         if self.events:
             shown = self.events[:3] + (["..."] if len(self.events) > 4 else []) + self.events[-1:]
             text += f", {len(self.events)} events: " + " | ".join(_cut(e) for e in shown)
-        elif self.response_body:
-            text += ": " + _cut(self.response_body.decode("utf-8", "replace"))
+        elif self.response_body:  # a broken answer's bytes are less evidence than its error
+            text += ": " + _cut(self.response_body.decode("utf-8", "replace"), self.error)
         if self.error:
             text += f"; then {self.error}"
         return text
@@ -131,9 +131,10 @@ class Exchange:
         return f"{self.curl()}\n# sent: {self.sent()}\n# received: {self.received()}"
 
 
-def _cut(text: str) -> str:
+def _cut(text: str, broken: str = "") -> str:
     text = text.replace("\n", "\\n")
-    return text if len(text) <= SNIPPET else text[:SNIPPET] + f"... ({len(text)} chars)"
+    most = SNIPPET // 5 if broken else SNIPPET
+    return text if len(text) <= most else text[:most] + f"... ({len(text)} chars)"
 
 
 def dumps(body: object) -> bytes:

@@ -1,6 +1,7 @@
 """What the sync and async clients share: one configuration (`Timeouts`), the request as
 recorded (the API key included, spelled in one place), the stop after consecutive timeouts,
-and an in-process app's event loop."""
+the clocks every exchange ends by (its own, a probe's budget, the run's deadline) and an
+in-process app's event loop."""
 
 from __future__ import annotations
 
@@ -8,23 +9,24 @@ import contextlib
 import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any, TypedDict
 
 import httpx
 
-from conformance.wire.bounded import (
-    EVENT_BYTES,
-    MAX_BODY,
-    MAX_EVENTS,
+from conformance.wire.bounded import EVENT_BYTES, MAX_BODY, MAX_EVENTS, is_event_stream
+from conformance.wire.deadline import Bound
+from conformance.wire.exchange import Exchange, conceal, dumps, stated_error
+from conformance.wire.faults import (
     ClientBroke,
+    OutOfTime,
+    PastDeadline,
     ServerBroke,
     Unsendable,
-    is_event_stream,
     local_fault,
 )
-from conformance.wire.exchange import Exchange, conceal, dumps, stated_error
+from conformance.wire.inflate import ACCEPT_ENCODING
 from loopback.connections import KEEPALIVE_S
 from loopback.timeouts import Timeouts
 
@@ -33,6 +35,11 @@ IN_PROCESS_URL = "http://testserver"
 """The base URL of an in-process app (what schemathesis's ASGI client and reproducers use)."""
 MISSING: Any = object()
 """No JSON body given (None is a JSON body: null)."""
+MAX_ANSWER = 64 * 1024 * 1024
+"""The most any one answer may take, however much its request asks for (`Sender._max_bytes`):
+the bound learned from the server (its per-token size) cannot grow past it. The largest answer
+a check asks for is a held stream of 10,000 token events with 20 logprobs each (half of
+MAX_EVENTS, `inflight.plans`): ~2.5 KiB an event, ~25 MiB, well inside."""
 
 
 @cache
@@ -109,6 +116,10 @@ class Sender:
         self.keep_log = keep_log
         self.stop_after = stop_after
         """Consecutive timeouts after which nothing more is sent (None: never stop)."""
+        self.ends: float | None = None
+        """The run's deadline (`time.monotonic()`): nothing is sent once it has passed
+        (`OutOfTime`), and an exchange still in flight then is cut at it (`wire.deadline`)."""
+        self._budget: tuple[float, str] | None = None
         self.bound_for: Callable[[Any], int] | None = None
         """The most bytes a correct answer to a body may take (learned: `Limits.body_bound`);
         None: MAX_BODY for every answer."""
@@ -136,10 +147,42 @@ class Sender:
         return httpx.Limits(max_connections=32, keepalive_expiry=KEEPALIVE_S)
 
     def _options(self) -> dict[str, Any]:
-        """What both httpx clients are opened with, besides their transport."""
-        return {"timeout": self.timeouts.for_httpx(), "limits": self._limits(), "verify": tls()}
+        """What both httpx clients are opened with, besides their transport: only the content
+        codings the client inflates within a bound are asked for (`inflate`)."""
+        return {
+            "timeout": self.timeouts.for_httpx(),
+            "limits": self._limits(),
+            "verify": tls(),
+            "headers": {"Accept-Encoding": ACCEPT_ENCODING},
+        }
+
+    @contextlib.contextmanager
+    def budget(self, seconds: float, what: str) -> Iterator[None]:
+        """Within the block, every wait is cut to what is left of `seconds` from now, and once
+        they are spent nothing is sent (`what` names the budget in the refusal): a probe of
+        many requests, each bounded, is then bounded as a whole too."""
+        self._budget = (time.monotonic() + seconds, what)
+        try:
+            yield
+        finally:
+            self._budget = None
+
+    def _within_budget(self, limit: float) -> float:
+        """`limit`, cut to what is left of the budget."""
+        if self._budget is None:
+            return limit
+        return max(0.001, min(limit, self._budget[0] - time.monotonic()))
+
+    def _bound(self, started: float, limit: float) -> Bound:
+        """The clock of an exchange started at `started` that may take `limit` s."""
+        return Bound(started + limit, self.ends)
 
     def _prepare(self, method: str, path: str, body: Any, stream: bool, how: Raw) -> Exchange:
+        now = time.monotonic()
+        if self.ends is not None and now >= self.ends:
+            raise OutOfTime(f"the run's deadline passed; {method} {path} was not sent")
+        if self._budget is not None and now >= self._budget[0]:
+            raise ServerBroke(f"{self._budget[1]} was spent; {method} {path} was not sent", True)
         if self.stop_after is not None and self._timeouts >= self.stop_after:
             raise ServerBroke(
                 f"the server stopped answering ({self._timeouts} consecutive timeouts of "
@@ -171,7 +214,7 @@ class Sender:
             bound = max(MAX_BODY, self.bound_for(body))
         if is_event_stream(exchange.response_headers):
             bound += EVENT_BYTES * MAX_EVENTS
-        return bound
+        return min(bound, MAX_ANSWER)
 
     def _answered(self, exchange: Exchange) -> None:
         """A whole answer was read: one that misstates its status is passed on."""
@@ -191,18 +234,35 @@ class Sender:
 
     def _body_deadline(self, exchange: Exchange, limit: float) -> float:
         """A plain body must end within twice the request timeout; an SSE one read whole,
-        within the stream budget."""
+        within the stream budget (and within what is left of a budget)."""
         budget = 2 * limit
         if is_event_stream(exchange.response_headers):
             budget = max(budget, self.timeouts.stream)
-        return time.monotonic() + budget
+        return time.monotonic() + self._within_budget(budget)
 
-    def _failed(self, exchange: Exchange, what: str, exc: Exception, limit: float) -> Exception:
+    def _failed(
+        self,
+        exchange: Exchange,
+        what: str,
+        exc: Exception,
+        limit: float,
+        bound: Bound,
+        body_s: float = 0.0,
+    ) -> Exception:
         """The ServerBroke of a transport error (recorded on the exchange); `Unsendable` when
-        the request never left the client."""
+        the request never left the client, `OutOfTime` when the run's deadline cut it."""
         if isinstance(exc, httpx.LocalProtocolError):
             exchange.error = f"not sent: {exc}"
             return Unsendable(f"{what}: the client cannot send this request: {exc}")
+        if isinstance(exc, httpx.TimeoutException) and bound.by_run:
+            exchange.error = "cut at the run's deadline"
+            return OutOfTime(f"{what}: the run's deadline passed while it was in flight")
+        if isinstance(exc, httpx.TimeoutException) and bound.expired and exchange.status:
+            exchange.error = f"the body was still coming {body_s:g} s after its head"
+            return PastDeadline(
+                f"{what}: HTTP {exchange.status} came, but its body did not end within "
+                f"{body_s:g} s; stopped reading"
+            )
         if isinstance(exc, httpx.TimeoutException):
             self._note(True)
             exchange.error = f"no complete answer within {limit:g} s"
@@ -218,12 +278,15 @@ class Sender:
         return ServerBroke(f"{what}: {type(exc).__name__}: {exc}")
 
     def _stream_failed(
-        self, exchange: Exchange, what: str, exc: httpx.HTTPError
-    ) -> ServerBroke | ClientBroke:
-        """The ServerBroke of a stream that could not be opened or read (recorded)."""
+        self, exchange: Exchange, what: str, exc: httpx.HTTPError, bound: Bound
+    ) -> Exception:
+        """The ServerBroke of a stream that could not be opened (recorded)."""
         if local_fault(exc):
             exchange.error = f"the client's socket failed: {exc}"
             return ClientBroke(f"{what}: the client's own socket failed (not the server): {exc}")
+        if isinstance(exc, httpx.TimeoutException) and bound.by_run:
+            exchange.error = "cut at the run's deadline"
+            return OutOfTime(f"{what}: the run's deadline passed before its head came")
         if isinstance(exc, httpx.TimeoutException):
             self._note(True)
             exchange.error = f"no answer within {self.timeout:g} s"
