@@ -25,7 +25,7 @@ from locust import User, constant, task
 
 from conformance.inflight.proof import Fastest
 from conformance.inflight.timeline import ids_for
-from conformance.load import mix
+from conformance.load import engines, mix
 from conformance.load.judge import Ended, Judge, seed_key
 from conformance.load.tally import ITL_PER_REQUEST, Tally
 from conformance.server.dp_rank import pinned
@@ -290,9 +290,17 @@ class RolloutUser(User):
                     tokens += got
                 if plan.abort and not ended.aborts and tokens >= plan.after_tokens:
                     self._abort(plan, ended, began)
+                if tokens and plan.rank is not None and not ended.rank_asked:
+                    ended.rank_asked = True  # once, while it streams: which rank holds it
+                    self._engines_read(ended, began, ended.rank_reads)
                 if plan.hang_up is not None and tokens >= plan.hang_up:
                     ended.hung_up = True
                     break
+        if ended.hung_up and self.state.engines is not None:  # did the engines let go?
+            facts = self.state.judge.facts if self.state.judge else mix.Facts()
+            grace = engines.grace_s(facts.itl_s, facts.ttft_s)
+            reads = engines.after_hang_up(self.state.engines, ids_for(ended.rid), began, grace)
+            ended.hang_up_reads += reads
         ctype = ended.exchange.response_headers.get("content-type", "")
         ended.streamed = Streamed(200, ctype, chunks, done, after_done, errors)
 
@@ -311,6 +319,11 @@ class RolloutUser(User):
             held = st.engines.holds(ids_for(ended.rid))
             if held is not None:
                 ended.reads.append((asked, time.monotonic() - began, held))
+
+    def _engines_read(self, ended: Ended, began: float, into: list[engines.Read]) -> None:
+        if self.state.engines is not None:
+            found = engines.read(self.state.engines, ids_for(ended.rid), began)
+            into += [found] if found is not None else []
 
     def _fastest(self, plan: mix.Plan) -> float | None:
         """The abort shape's fastest non-streamed completion (sampled on first need)."""
