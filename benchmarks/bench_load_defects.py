@@ -41,9 +41,7 @@ def load_run(
         argv = [sys.executable, "-m", "conformance.load", "--base-url", base_url]
         argv += ["--duration", str(duration), "--json-report", str(report), *extra]
         env = dict(os.environ, TITO_API_KEY=api_key or "")
-        done = subprocess.run(
-            argv, capture_output=True, text=True, env=env, timeout=duration + 180
-        )
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=duration + 180)
         if not report.exists():
             raise RuntimeError(f"no report (exit {done.returncode}): {done.stderr[-2000:]}")
         return done.returncode, json.loads(report.read_text())

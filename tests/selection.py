@@ -58,6 +58,11 @@ MOVED: tuple[Moved, ...] = (
           keep=("early-close", "hang", "garbage", "endless-body")),
     Moved("test_conformance_parallel.py", "test_side_by_side_gives_the_verdicts_of_one_session",
           "sweeps", keep=("defect-checked-alone",)),
+    # one load run per defect that shows only under load (~15-45 s each)
+    Moved("test_load_defects.py", "test_load_catches_a_defect_run_does_not_see", "sweeps",
+          keep=("usage-n-first-choice-busy",)),
+    Moved("test_load_defects.py", "test_a_correct_mock_under_load_violates_nothing_in",
+          "settings", keep=("dp",)),
     Moved("test_live_gpu_standin.py", "test_the_gpu_path_end_to_end_with_dp", "standin"),
     Moved("test_live_releases.py", "test_two_releases_end_to_end_with_the_standin", "standin"),
 )  # fmt: skip

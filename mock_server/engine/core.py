@@ -148,6 +148,16 @@ class Engine:
         self.dead = False
 
     # -- bookkeeping -------------------------------------------------------------------
+    def counts(self) -> dict[str, Any]:
+        """The counters alone (`/metrics`): no walk over the requests held."""
+        return {
+            "received": self.received,
+            "in_flight": self.in_flight,
+            "queued": self.scheduler.queued,
+            "finished": {"stop": 0, "length": 0, "abort": 0, **self.finished},
+            "aborted": self.aborted,
+        }
+
     def stats(self) -> dict[str, Any]:
         """The counters, and the requests held now. Nothing here outlives its request: the
         lists name only what the engine holds (bounded by what is in flight), so a long run
@@ -166,11 +176,7 @@ class Engine:
                 by_rank[str(rank)].append(rid)
         held.sort()
         return {
-            "received": self.received,
-            "in_flight": self.in_flight,
-            "queued": self.scheduler.queued,
-            "finished": {"stop": 0, "length": 0, "abort": 0, **self.finished},
-            "aborted": self.aborted,
+            **self.counts(),
             # the ids of the requests the engine holds (queued or running): a client reads
             # whether its abort or hang-up took without waiting for the request's answer
             "held": held,
