@@ -71,6 +71,7 @@ def catch(name: str, duration: float) -> dict[str, Any]:
         "first": first,
         "caught_s": min((f["at_s"] for f in first.values()), default=None),
         "others": others,
+        "others_first": {rid: rows[rid]["first_violation"] for rid in others},
         "exit_code": code,
         "requests": data["figures"]["requests"],
         "wall_s": round(took, 1),

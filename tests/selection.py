@@ -26,10 +26,12 @@ class Moved:
 
 ENVS: dict[str, str] = {
     "settings": "the correct mock in every setting of benchmarks/bench_settings.py, and the "
-    "in-flight defects caught in the settings where a correct server's actions land",
+    "in-flight defects caught in the settings where a correct server's actions land; the "
+    "correct mock under load in every profile",
     "sweeps": "one whole-suite (or whole-fuzz) run per defect or budget: the blast radius, "
     "the router defects with and without the fuzz folded in, the fuzzer's defects, the CI "
-    "fuzz budget in every profile, side-by-side sessions, a hostile server's endless stream",
+    "fuzz budget in every profile, side-by-side sessions, a hostile server's endless stream, "
+    "a load run per defect that shows only under load",
     "standin": "the GPU path and the release runs end to end against the stand-in vllm",
 }
 """Marker (and tox environment) -> what it holds."""

@@ -18,8 +18,12 @@ import sys
 import pytest
 
 from benchmarks.bench_load_defects import SHOULD_ONLY, UNDER_LOAD, catch, load_run
+from conformance.load import engine_rules
+from conformance.load.engines import Read
+from conformance.load.mix import Facts
 from conformance.profiles import ALL_PROFILES, MOCK_KNOBS
 from conformance.server.process import ServerProcess, mock_argv, start_on_a_free_port
+from conformance.tito.answers import Answer
 from mock_server.behaviour.defects import DEFECTS, PACED
 
 CATCH_S = 60.0
@@ -79,3 +83,41 @@ def test_a_correct_mock_under_load_violates_nothing_in(profile: str) -> None:
     assert {"LOAD-001", "GEN-RESP-003", "GEN-REQ-006"} <= judged, sorted(judged)
     if profile == "dp":
         assert "DP-001" in judged
+
+
+# ---------------------------------------- the rules that read the engines, on their own
+
+
+def _answer(temperature: float, ranks: list[int]) -> Answer:
+    params = {"max_tokens": len(ranks), "temperature": temperature, "logprobs": 1}
+    content = [{"token_id": 5 + i, "logprob": -0.5, "rank": r} for i, r in enumerate(ranks)]
+    choice = {"index": 0, "token_ids": [5 + i for i in range(len(ranks))]}
+    choice["logprobs"] = {"content": content}
+    return Answer("generate r1", {"token_ids": [1], "sampling_params": params}, (choice,), False)
+
+
+def test_greedy_ranks_fail_a_temperature_0_token_of_rank_2() -> None:
+    assert engine_rules.greedy_ranks(_answer(0, [1, 1, 1])) == 1
+    assert engine_rules.greedy_ranks(_answer(1.0, [1, 7, 2])) == 0  # sampled: not judged
+    with pytest.raises(AssertionError, match="rank 98 at position 1"):
+        engine_rules.greedy_ranks(_answer(0, [1, 98, 1]))
+
+
+def test_a_pin_held_by_another_rank_fails_dp_001() -> None:
+    on = [Read(0.01, 0.02, True, ranks=("1",))]
+    assert engine_rules.rank_held([Read(0.01, 0.02, True, ranks=("0",))], 0, "r") == 1
+    assert engine_rules.rank_held([Read(0.01, 0.02, False)], 0, "r") == 0  # ended: unknown
+    with pytest.raises(AssertionError, match=r"rank\(s\) \['1'\] held it"):
+        engine_rules.rank_held(on, 0, "r")
+
+
+def test_a_hung_up_stream_fails_only_when_still_held_past_the_grace() -> None:
+    facts = Facts(itl_s=0.003)
+    gone = [Read(0.01, 0.02, False)]  # let go before its 399 tokens' 1.2 s were up
+    assert engine_rules.let_go(gone, facts, 399, "r") == 1
+    assert engine_rules.let_go(gone, Facts(itl_s=0.0), 399, "r") == 0  # could have ended
+    let_go = [Read(0.01, 0.02, True, True), Read(0.3, 0.31, False)]
+    assert engine_rules.let_go(let_go, facts, 399, "r") == 1
+    kept = [Read(0.01, 0.02, True, True), Read(0.3, 0.31, True, True)]
+    with pytest.raises(AssertionError, match="engine state"):
+        engine_rules.let_go(kept, facts, 399, "r")

@@ -4,7 +4,8 @@ The rules of a single answer are `conformance.tito.rules`' and `semantics`' (the
 `checks/test_every_answer.py` and the requirement checks call), the form is `openapi`'s. What
 only a run of many requests can show is judged here: seeded repeats alike, a stream's deltas
 the same as the same request's body, labels consistent with the changes the run made, aborts
-ending in "abort", DP pins accepted, and nothing lost (LOAD-001). An abort the request outlived
+ending in "abort", DP pins accepted and run on their rank, hung-up streams let go, greedy ranks
+(those three: `engine_rules`), and nothing lost (LOAD-001). An abort the request outlived
 fails only on evidence a slower client cannot manufacture (`conformance.inflight.proof`): the
 request could not have ended before the abort was answered (BOUND), or an engine still held it
 after (ENGINE); otherwise it is counted as unproven, never as a violation.
@@ -17,8 +18,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.inflight.proof import Proof, bound_proof, engine_proof
-from conformance.load.engines import Read, grace_s
+from conformance.inflight.proof import bound_proof, engine_proof
+from conformance.load import engine_rules
+from conformance.load.engines import Read
 from conformance.load.mix import Facts, Plan
 from conformance.load.tally import Tally, Violation
 from conformance.tito import answers, rules, semantics
@@ -122,7 +124,8 @@ class Judge:
         self.tally.judge(LOST)
         if plan.rank is not None:
             self.rule("DP-001", ended, _rank_accepted, ended)
-            self.rule("DP-001", ended, _rank_held, ended)
+            held = engine_rules.rank_held
+            self.rule("DP-001", ended, held, ended.rank_reads, plan.rank, ended.rid)
         if ended.hung_up:
             self._let_go(ended)
         if ended.status != 200:
@@ -147,7 +150,7 @@ class Judge:
         for choice in answer.choices:
             self.rule("STOP-004", ended, _null_reason, choice, "length", answer.what)
             self.rule("STOP-005", ended, _null_reason, choice, "abort", answer.what)
-        self.rule("GEN-REQ-006", ended, _greedy_ranks, answer)
+        self.rule("GEN-REQ-006", ended, engine_rules.greedy_ranks, answer)
         self.rule("GEN-RESP-001", ended, _within_max, answer, plan.max_tokens)
         self.rule("GEN-REQ-005", ended, _length_at_max, answer, plan.max_tokens)
         self.rule("STOP-001", ended, _stops_end, answer)
@@ -231,33 +234,14 @@ class Judge:
         )
 
     def _let_go(self, ended: Ended) -> None:
-        """ABORT-009: a stream whose client hung up is let go by the engines. Judged where
-        they name what they hold: let go when a read after the hang-up no longer finds it
-        (while its tokens were still to come at the learned pace), kept when a read sent
-        once the grace had passed since the hang-up still does (`proof.ENGINE`: a slower
-        client only reads later, when a correct server has surely let go)."""
-        reads = ended.hang_up_reads
-        if not reads:
+        """ABORT-009 on a stream its client hung up on (`engine_rules.let_go`)."""
+        left = ended.plan.max_tokens - (ended.plan.hang_up or 0)
+        try:
+            judged = engine_rules.let_go(ended.hang_up_reads, self.facts, left, ended.rid)
+        except AssertionError as exc:
+            self.violate("ABORT-009", str(exc), ended)
             return
-        grace = grace_s(self.facts.itl_s, self.facts.ttft_s)
-        last = reads[-1]
-        if not last.held:
-            left = ended.plan.max_tokens - (ended.plan.hang_up or 0)
-            if len(reads) > 1 or (self.facts.itl_s or 0.0) * left > last.answered:
-                self.tally.judge("ABORT-009")
-            return
-        if len(reads) < 2:
-            return
-        first = reads[0]
-        heard = "named it among those whose client went away" if last.hung_up else "held it"
-        self.violate(
-            "ABORT-009",
-            f"stream {ended.rid}: the client hung up after {ended.plan.hang_up} token(s); "
-            f"evidence ({Proof.ENGINE}): the engines held it at {first.answered * 1000:.0f} ms "
-            f"and a read sent at {last.sent * 1000:.0f} ms, {grace * 1000:.0f} ms and more "
-            f"after the hang-up, still {heard} (/mock/stats)",
-            ended,
-        )
+        self.tally.judge("ABORT-009", judged)
 
     def _seeded(self, answer: Answer, ended: Ended) -> None:
         """A seeded request sent again answers the same tokens (GEN-REQ-007), streamed or not
@@ -381,46 +365,6 @@ def _rank_accepted(ended: Ended) -> int:
             f"answered 400"
         )
     return 1
-
-
-def _rank_held(ended: Ended) -> int:
-    """DP-001: a pinned request runs on its rank, where the engines name who holds it."""
-    named = [r for r in ended.rank_reads if r.held and r.ranks]
-    if not named:
-        return 0
-    pinned = str(ended.plan.rank)
-    for found in named:
-        if pinned not in found.ranks:
-            semantics.fail(
-                f"stream {ended.rid} pinned with X-data-parallel-rank: {pinned}; the engines "
-                f"said rank(s) {list(found.ranks)} held it (held_by_rank, read at "
-                f"{found.answered * 1000:.0f} ms while it streamed)"
-            )
-    return 1
-
-
-def _greedy_ranks(answer: Answer) -> int:
-    """GEN-REQ-006: temperature 0 samples the most likely token (rank 1) at every step,
-    where the answer's logprobs rank what it sampled."""
-    params = answer.params
-    if params.get("temperature") != 0 or params.get("logprobs") is None:
-        return 0
-    judged = 0
-    for choice in answer.choices:
-        logprobs = choice.get("logprobs")
-        content = logprobs.get("content") if isinstance(logprobs, dict) else None
-        if not isinstance(content, list) or not content:
-            continue
-        judged += 1
-        for i, entry in enumerate(content):
-            rank = entry.get("rank") if isinstance(entry, dict) else None
-            if rank not in (1, None):
-                semantics.fail(
-                    f"{answer.what}, choice {choice.get('index')}: temperature 0 sampled token "
-                    f"{entry.get('token_id')} of rank {rank} at position {i} of "
-                    f"{len(content)} (rank 1 expected)"
-                )
-    return judged
 
 
 def _finishes(answer: Answer) -> int:
