@@ -217,12 +217,14 @@ class Judge:
         if ended.paused and "abort" in finish:
             return
         actions = [(sent, answered) for sent, answered, _, _ in ended.aborts]
+        # When the server knew the request: its first token (a stream's). A body has none to
+        # show, and its first token being due is no evidence from a busy client, whose request
+        # may leave after the abort its timer sent (an abort of an id not yet known is
+        # ignored, correctly): a body fails only on the engines' word, held before and after.
         known = ended.first_token_s
-        if known is None and self.facts.ttft_s is not None:
-            known = 2 * self.facts.ttft_s  # its first token due: the warm TTFT, twice
-        proof = bound_proof(actions, known, ended.fastest_s) or engine_proof(
-            actions, ended.reads, ended.first_token_s
-        )
+        proof = engine_proof(actions, ended.reads, known)
+        if proof is None and known is not None:
+            proof = bound_proof(actions, known, ended.fastest_s)
         if proof is None:
             self.tally.doubt(requirement)
             return

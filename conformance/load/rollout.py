@@ -308,6 +308,11 @@ class RolloutUser(User):
         """Abort `ended`'s request by the path its plan names; with engine state, read whether
         an engine still holds it once the abort was answered (ENGINE proof)."""
         st = self.state
+        if st.engines is not None:  # held before the abort: the engines knew the request
+            asked = time.monotonic() - began
+            held = st.engines.holds(ids_for(ended.rid))
+            if held is not None:
+                ended.reads.append((asked, time.monotonic() - began, held))
         sent = time.monotonic() - began
         reply = st.control.post(
             PATHS[plan.abort or "abort"], {"request_ids": ids_for(ended.rid)}, timeout=10
@@ -333,7 +338,10 @@ class RolloutUser(User):
             began = time.monotonic()
             body = {"token_ids": plan.prompt, "sampling_params": plan.body["sampling_params"]}
             reply = self.state.control.post(GENERATE, body, timeout=60)
-            return time.monotonic() - began if reply.status == 200 else None
+            took = time.monotonic() - began
+            if reply.status != 200 or b'"abort"' in reply.body:  # cut short (a pause): no
+                return None  # completion of the shape, and no bound
+            return took
 
         return self.state.fastest.of(shape, sample)
 
