@@ -47,10 +47,11 @@ def load_run(
         return done.returncode, json.loads(report.read_text())
 
 
-def catch(name: str, duration: float) -> dict[str, Any]:
-    """One defect's load run, reduced to what the table prints and the tests assert."""
+def catch(name: str, duration: float, flags: tuple[str, ...] = ()) -> dict[str, Any]:
+    """One defect's load run (the mock started with `flags` too), reduced to what the table
+    prints and the tests assert."""
     defect = DEFECTS[name]
-    with embedded_mock(defect.profile, defect.flags, (name,)) as (_, config):
+    with embedded_mock(defect.profile, (*defect.flags, *flags), (name,)) as (_, config):
         began = time.monotonic()
         code, data = load_run(config.base_url, config.api_key, duration)
         took = time.monotonic() - began

@@ -63,6 +63,7 @@ MOVED: tuple[Moved, ...] = (
     # one load run per defect that shows only under load (~15-45 s each)
     Moved("test_load_defects.py", "test_load_catches_a_defect_run_does_not_see", "sweeps",
           keep=("usage-n-first-choice-busy",)),
+    Moved("test_load_defects.py", "test_load_also_judges_hang_ups", "sweeps"),
     Moved("test_load_defects.py", "test_a_correct_mock_under_load_violates_nothing_in",
           "settings", keep=("dp",)),
     Moved("test_live_gpu_standin.py", "test_the_gpu_path_end_to_end_with_dp", "standin"),

@@ -53,6 +53,16 @@ def test_load_catches_a_defect_run_does_not_see(defect: str) -> None:
     assert found["exit_code"] == 1, found
 
 
+@pytest.mark.parametrize("defect", ["disconnect-no-abort"])
+def test_load_also_judges_hang_ups(defect: str) -> None:
+    """`run`'s defect of a stream left running once its client hung up: `load` hangs up on
+    some of its streams and reads whether the engines let go (ABORT-009, a SHOULD: the run
+    warns, exit 0)."""
+    found = catch(defect, RUN_S, PACED)
+    assert set(found["first"]) == {"ABORT-009"} and found["others"] == [], found
+    assert "engine state" in found["first"]["ABORT-009"]["message"], found
+
+
 @pytest.mark.parametrize("profile", ["scale-out", "tokens-only", "disabled", "api-key", "dp"])
 def test_a_correct_mock_under_load_violates_nothing_in(profile: str) -> None:
     p = ALL_PROFILES[profile]
