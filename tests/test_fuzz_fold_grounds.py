@@ -37,7 +37,10 @@ def failed(message: str = "it broke", name: str = "suite check") -> list[CheckRe
 def fuzz_fail(operation: str = "POST /inference/v1/generate", stream: bool = False) -> CheckResult:
     between = STREAMED if stream else " "
     return CheckResult(
-        f"fuzz[positive] {operation}{between}status_code_conformance", Status.FAIL, FOUND
+        f"fuzz[positive] {operation}{between}status_code_conformance",
+        Status.FAIL,
+        FOUND,
+        streamed=stream,
     )
 
 
@@ -97,8 +100,12 @@ def test_the_fuzz_cannot_hide_a_suite_failure() -> None:
 def test_behind_a_router_that_answers_errors_its_own_way_an_error_answer_is_its() -> None:
     """RENDER-001's fuzz finding on a 502 the router made of an engine's 400 (error-502)."""
     render = "POST /inference/v1/completions/render"
-    on_502 = CheckResult(f"fuzz[negative] {render} status_code_conformance (HTTP 502)", *FAILED)
-    on_200 = CheckResult(f"fuzz[positive] {render} response_schema_conformance (HTTP 200)", *FAILED)
+    on_502 = CheckResult(
+        f"fuzz[negative] {render} status_code_conformance (HTTP 502)", *FAILED, answered=502
+    )
+    on_200 = CheckResult(
+        f"fuzz[positive] {render} response_schema_conformance (HTTP 200)", *FAILED, answered=200
+    )
     suite = report({"ROUTER-009": failed()}, ("http://e1",))
     assert folded(suite, {"RENDER-001": [on_502]})["RENDER-001"] is Status.SKIP
     suite = report({"ROUTER-009": failed()}, ("http://e1",))

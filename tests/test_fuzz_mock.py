@@ -79,16 +79,25 @@ def takes_input(op_id: str) -> bool:
     return "requestBody" in spec_op or bool(spec_op.get("parameters"))
 
 
+BUDGET = {"api-key": max(CI_EXAMPLES // 5, 5)}
+"""Cases per operation where a profile's budget is not the CI budget. api-key's schemas are
+scale-out's; its draws differ only in the security parameters (an Authorization header,
+valid or not, on each case), so at the full budget it spent 130 s of the slow stage drawing
+scale-out's bodies again. The key, and the refusals without it, ride on every case: a fifth of
+the budget exercises them on every operation."""
+
+
 @pytest.mark.parametrize("profile", list(FUZZED))
 def test_correct_mock_ci_budget(profile: str, tmp_path: Any) -> None:
+    budget = BUDGET.get(profile, CI_EXAMPLES)
     t0 = time.monotonic()
-    result = run_profile(profile, CI_EXAMPLES)
+    result = run_profile(profile, budget)
     took = time.monotonic() - t0
     print(summary_text(result))
     print(f"{profile}: {result.total_cases} cases in {took:.1f} s")
     for s in result.stats:
         if s.group in ("positive", "negative") and not s.skipped and takes_input(s.operation):
-            assert s.cases >= CI_EXAMPLES, f"{s.operation} {s.group}: only {s.cases} cases"
+            assert s.cases >= budget, f"{s.operation} {s.group}: only {s.cases} cases"
     found = {(f.operation, f.group, f.check) for f in result.findings}
     unexpected = [
         f for f in result.findings if (f.operation, f.group, f.check) not in known_in(profile)
@@ -96,7 +105,7 @@ def test_correct_mock_ci_budget(profile: str, tmp_path: Any) -> None:
     assert not unexpected, "\n".join(
         f"{f.key}: {f.message[:300]}\n{f.reproducer}" for f in unexpected
     )
-    if CI_EXAMPLES >= CI_MAX_EXAMPLES:  # a smaller budget may miss a listed bug
+    if budget >= CI_MAX_EXAMPLES:  # a smaller budget may miss a listed bug
         stale = sorted(known_in(profile) - found)
         assert not stale, (
             f"not found in {profile}: {stale}: mock bug fixed? remove it from KNOWN_MOCK_BUGS "

@@ -158,6 +158,8 @@ def to_report(result: FuzzResult) -> Report:
             + (f" (HTTP {f.status})" if f.status is not None else ""),
             f"{f.message} ({f.occurrences} case(s))",
             f.reproducer,
+            streamed=f.stream,
+            answered=f.status,
         )
         for rid in f.requirement_ids:
             checks.setdefault(rid, []).append(check)

@@ -9,7 +9,6 @@ requirement: one defect, one failure.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -38,9 +37,8 @@ MAX_LEAVES = 50
 TRACE_CHARS = 1500
 """How much of a harness error's traceback a report keeps."""
 STREAMED = " (stream) "
-"""How a fuzz check's name says its answer was streamed (`fuzz.findings` spells it so)."""
-ANSWERED = re.compile(r" \(HTTP (\d{3})\)$")
-"""How a fuzz check's name ends with the status of the answer it judged (`fuzz.campaign`)."""
+"""How a fuzz check's name shows a streamed answer, for the reader (the verdict reads
+`CheckResult.streamed`, never the name)."""
 ERRORS_GROUND = "ROUTER-009"
 """Behind a router, what a finding on an error answer stands on: the router shown to answer
 errors its own way (a 502 for an engine's 400, its own 422 in plain text) made that answer."""
@@ -142,9 +140,12 @@ def decide(s: Session | None, ran: Ran) -> CheckResult:
     )
 
 
-def found(name: str, message: str, reproducer: str) -> CheckResult:
-    """A fuzz finding under a requirement: a failure, held to the suite's grounds by `held`."""
-    return CheckResult(name, Status.FAIL, message, reproducer)
+def found(
+    name: str, message: str, reproducer: str, streamed: bool = False, answered: int | None = None
+) -> CheckResult:
+    """A fuzz finding under a requirement: a failure, held to the suite's grounds by `held`
+    (which reads what it judged, a stream and an HTTP status, from the fields)."""
+    return CheckResult(name, Status.FAIL, message, reproducer, streamed=streamed, answered=answered)
 
 
 def tallied(
@@ -249,9 +250,9 @@ def failing_ground(
     own = suite.get(rid)
     named = [c.blocked_by for c in (own.checks if own is not None else []) if c.blocked_by]
     routes = graph.routed_grounds((rid,)) if behind_router else ()
-    streamed = (graph.STREAM_GROUND,) if check is not None and STREAMED in check.name else ()
-    answered = ANSWERED.search(check.name) if check is not None else None
-    error = (ERRORS_GROUND,) if behind_router and answered and int(answered[1]) >= 400 else ()
+    streamed = (graph.STREAM_GROUND,) if check is not None and check.streamed else ()
+    answered = check.answered if check is not None else None
+    error = (ERRORS_GROUND,) if behind_router and answered is not None and answered >= 400 else ()
     for ground in dict.fromkeys((*named, *graph.grounds_of(rid), *routes, *streamed, *error)):
         found = suite.get(ground)
         if ground != rid and found is not None and found.status is Status.FAIL:
@@ -272,4 +273,6 @@ def held(check: CheckResult, ground: RequirementResult | None) -> CheckResult:
         check.duration_s,
         skip_kind=SkipKind.BLOCKED,
         blocked_by=ground.requirement.id,
+        streamed=check.streamed,
+        answered=check.answered,
     )

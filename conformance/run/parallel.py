@@ -59,6 +59,7 @@ FIRST = (
     "test_text_mode.py",
     "test_stop.py",
     "test_core.py",
+    "test_response.py",
     "test_streaming.py",
     "test_abort.py",
 )
@@ -66,7 +67,7 @@ FIRST = (
 long streams cost CPU as well as waits), so no worker is left with one at the end; the gated
 one first, so what waits for it waits least."""
 SLOW_FIRST_TOKEN_S = 0.2  # below this, waiting is not what a run spends its time on
-SPLIT = ("test_core.py", "test_stop.py")
+SPLIT = ("test_stop.py",)
 """Modules of many independent checks, handed out as two halves."""
 MAX_WORKERS = 6
 CHOICES_PER_CHECK = 8  # the most choices one check asks for at a time

@@ -21,6 +21,8 @@ class CheckResult:
     inconclusive: bool = False  # an error: the check's action could not be made to land
     blocked_by: str = ""  # for a blocked skip: the requirement whose failure blocks it
     measured: dict[str, Any] = field(default_factory=dict)  # for a limit: the numbers seen
+    streamed: bool = False  # a fuzz finding: the answer it judged was a stream
+    answered: int | None = None  # a fuzz finding: the HTTP status of the answer it judged
 
     def __post_init__(self) -> None:
         """Every output is a view of these: no API key gets into one (`wire.exchange`)."""
