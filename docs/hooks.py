@@ -466,7 +466,7 @@ def defects() -> str:
         (
             code(d.name),
             ", ".join(req_link(r, "requirements.md") for r in d.requirements),
-            " ".join([d.profile, *d.flags]),
+            " ".join([d.profile, *d.flags] + (["(under load only)"] if d.shows == "load" else [])),
             d.description,
         )
         for d in DEFECTS.values()

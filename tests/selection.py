@@ -26,11 +26,13 @@ class Moved:
 
 ENVS: dict[str, str] = {
     "settings": "the correct mock in every setting of benchmarks/bench_settings.py, and the "
-    "in-flight defects caught in the settings where a correct server's actions land",
+    "in-flight defects caught in the settings where a correct server's actions land; the "
+    "correct mock under load in every profile",
     "sweeps": "one whole-suite (or whole-fuzz) run per defect or budget: the blast radius, "
     "the router defects with and without the fuzz folded in, the fuzzer's defects, the CI "
     "fuzz budget in every profile, side-by-side sessions, a hostile server's endless stream, "
-    "issue 38's hostile servers in bounded time and memory",
+    "issue 38's hostile servers in bounded time and memory, a load run per defect that shows "
+    "only under load",
     "standin": "the GPU path and the release runs end to end against the stand-in vllm",
 }
 """Marker (and tox environment) -> what it holds."""
@@ -64,6 +66,12 @@ MOVED: tuple[Moved, ...] = (
           keep=("deep-json",)),
     Moved("test_conformance_parallel.py", "test_side_by_side_gives_the_verdicts_of_one_session",
           "sweeps", keep=("defect-checked-alone",)),
+    # one load run per defect that shows only under load (~15-45 s each)
+    Moved("test_load_defects.py", "test_load_catches_a_defect_run_does_not_see", "sweeps",
+          keep=("usage-n-first-choice-busy",)),
+    Moved("test_load_defects.py", "test_load_also_judges_hang_ups", "sweeps"),
+    Moved("test_load_defects.py", "test_a_correct_mock_under_load_violates_nothing_in",
+          "settings", keep=("dp",)),
     Moved("test_live_gpu_standin.py", "test_the_gpu_path_end_to_end_with_dp", "standin"),
     Moved("test_live_releases.py", "test_two_releases_end_to_end_with_the_standin", "standin"),
 )  # fmt: skip

@@ -131,6 +131,7 @@ def test_the_socket_and_the_transport_drive_one_mock(
         "aborted": 0,
         "held": [],
         "hung_up": [],
+        "held_by_rank": {"0": []},
     }
 
 

@@ -108,5 +108,6 @@ def test_checks_declare_what_they_need() -> None:
                 continue
             source = inspect.getsource(fn)
             assert "gate.need(" not in source and "gate.need_n(" not in source, name
-            if name != "test_minimal_generate":  # GEN-001 judges a broken generate itself
+            # GEN-001 judges a broken generate itself, and LOAD-001 a hung one (a lost request)
+            if name not in ("test_minimal_generate", "test_requests_sent_together_all_end"):
                 assert needs_of(fn).features, f"{name} declares no needs"

@@ -6,6 +6,7 @@ ABORT-002 on a correct mock (the fuzzer's abort, `--max-model-len 48`, a busy ma
 from __future__ import annotations
 
 import asyncio
+import time
 
 from mock_server.behaviour.config import parse_args
 from mock_server.engine.core import Engine, Job
@@ -32,10 +33,11 @@ def test_a_stream_is_held_while_tokens_are_to_come_and_not_after() -> None:
             await anext(events)
             seen += 1
         # every token made, the last events not yet taken by the writer: still registered,
-        # no longer held, and a hang-up now is not one the engine heard on a held request
+        # no longer held, so no longer named as hung up either (what ended is forgotten)
         assert engine.stats()["held"] == [] and engine.stats()["in_flight"] == 1
+        assert engine.stats()["hung_up"] == []
         engine.client_gone("generate-tokens-a")
-        assert engine.stats()["hung_up"] == ["generate-tokens-a"]
+        assert engine.stats()["hung_up"] == []
         await events.aclose()
         assert engine.stats()["in_flight"] == 0
 
@@ -58,3 +60,36 @@ def test_an_abort_during_a_steps_events_cuts_every_sequence_the_step_left_runnin
         assert [seq.finish_reason for seq in job.sequences] == ["abort", "abort"]
 
     asyncio.run(scenario())
+
+
+def test_hang_ups_leave_no_ended_request_behind() -> None:
+    """Point 7 of issue 37: `/mock/stats` keeps nothing per request past its end. 250 streams
+    hung up on through the HTTP layer (a real server): `hung_up` names none of them once they
+    ended, and never more than were held at once."""
+    from mock_server.harness.tito_mock import MockSettings, TitoMock
+
+    with TitoMock(MockSettings.of(flags=["--enable-scale-out"], itl_ms=2)) as mock:
+        import httpx
+
+        seen = 0
+        with httpx.Client(base_url=mock.base_url, timeout=10) as client:
+            for i in range(250):
+                body = {
+                    "token_ids": [1, 2, 3],
+                    "sampling_params": {"max_tokens": 200, "ignore_eos": True},
+                    "stream": True,
+                }
+                with client.stream(
+                    "POST", "/inference/v1/generate", json=body, headers={"X-Request-Id": f"h{i}"}
+                ) as reply:
+                    for line in reply.iter_lines():
+                        if line.startswith("data: {"):
+                            break  # one chunk in: hang up
+                if i % 50 == 49:
+                    seen = max(seen, len(mock.stats()["hung_up"]))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and mock.stats()["held"]:
+            time.sleep(0.05)
+        stats = mock.stats()
+    assert stats["held"] == [] and stats["hung_up"] == [], stats
+    assert stats["finished"]["abort"] >= 250 and seen <= 2, (stats["finished"], seen)

@@ -146,17 +146,20 @@ def _after(
     natural = s.limits.seconds_for(plan.max_tokens)
     settled = started + max(SETTLE_S, 1.5 * natural + 1.0)
     after = first = None
+    heard: str | None = None
     while True:
         after = _read(s)
         first = first or after
         if after.aborted > before.aborted:
             return None
+        # the engines name a hung-up request only while they hold it: asked on every poll
+        # until it ends, the answer is kept
+        heard = heard or (None if after.finished > before.finished else _heard(s, rid))
         if after.finished > before.finished:  # it finished: before or after the hang-up?
             ended = time.monotonic() - started
             # the server answered a read after the hang-up with the request still running (it
             # had the hang-up in hand), and the request could not have ended before then
             seen = first.in_flight > before.in_flight
-            heard = _heard(s, rid)
             bound = (
                 bound_proof([(gone, gone)], 0.0, fastest(s, plan)) if seen and not heard else None
             )
@@ -190,7 +193,8 @@ def _ran_on(reproducer: str, message: str) -> NoReturn:
 
 def _heard(s: Session, rid: str) -> str | None:
     """ENGINE by the engines' own word: they say the client of this request went away while
-    they held it (the mock's `/mock/stats` `hung_up`), and it then ended on its own."""
+    they held it (the mock's `/mock/stats` `hung_up`, read while they hold it), and it then
+    ended on its own."""
     if not s.state.heard_hang_up(ids_for(rid)):
         return None
     return (

@@ -10,8 +10,9 @@ master/worker path whether the workers are processes here (`--workers N`) or on 
 merges verdicts and figures.
 
 Modules: `mix` (the workload file and the requests it draws), `tally` (verdicts and figures,
-mergeable), `judge` (one finished request against the rules), `rollout` (the Locust user and
-the worker's state), `cycles` (the master's pause and label changes), `swarm` (master and
+mergeable), `judge` (one finished request against the rules), `engines` (what the engines say
+of a request while it runs) and `engine_rules` (the rules that read it), `rollout` (the Locust
+user and the worker's state), `cycles` (the master's pause and label changes), `swarm` (master and
 workers on Locust), `outcome` (the JSON report, its schema, the run's Report for JUnit and the
 exit code), `plots` (the HTML page), `cli`. Nothing here is imported at the package's import:
 `python -m conformance.load` must import Locust (gevent's monkey-patching) before httpx.

@@ -135,7 +135,8 @@ def _master(args: argparse.Namespace, api_key: str | None) -> int:
         "facts": facts.as_dict(),
         "workload": workload,
         "label_prefix": prefix,
-        "engines": list(features.engines or args.engine),
+        # the engines' state, read at each engine (a lone server: its own)
+        "engines": list(features.engines or args.engine) or [args.base_url],
     }
     every = float(workload["cycles"]["every_s"])
     cycles = None

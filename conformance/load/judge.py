@@ -4,7 +4,8 @@ The rules of a single answer are `conformance.tito.rules`' and `semantics`' (the
 `checks/test_every_answer.py` and the requirement checks call), the form is `openapi`'s. What
 only a run of many requests can show is judged here: seeded repeats alike, a stream's deltas
 the same as the same request's body, labels consistent with the changes the run made, aborts
-ending in "abort", DP pins accepted, and nothing lost (LOAD-001). An abort the request outlived
+ending in "abort", DP pins accepted and run on their rank, hung-up streams let go, greedy ranks
+(those three: `engine_rules`), and nothing lost (LOAD-001). An abort the request outlived
 fails only on evidence a slower client cannot manufacture (`conformance.inflight.proof`): the
 request could not have ended before the abort was answered (BOUND), or an engine still held it
 after (ENGINE); otherwise it is counted as unproven, never as a violation.
@@ -18,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.inflight.proof import bound_proof, engine_proof
+from conformance.load import engine_rules
+from conformance.load.engines import Read
 from conformance.load.mix import Facts, Plan
 from conformance.load.tally import Tally, Violation
 from conformance.tito import answers, rules, semantics
@@ -66,6 +69,9 @@ class Ended:
     fastest_s: float | None = None  # the abort shape's fastest completion (BOUND)
     in_flight: int = 0
     gaps: list[float] = field(default_factory=list)
+    rank_asked: bool = False
+    rank_reads: list[Read] = field(default_factory=list)  # a pinned stream: who holds it
+    hang_up_reads: list[Read] = field(default_factory=list)  # after its client hung up
 
 
 class Judge:
@@ -118,6 +124,10 @@ class Judge:
         self.tally.judge(LOST)
         if plan.rank is not None:
             self.rule("DP-001", ended, _rank_accepted, ended)
+            held = engine_rules.rank_held
+            self.rule("DP-001", ended, held, ended.rank_reads, plan.rank, ended.rid)
+        if ended.hung_up:
+            self._let_go(ended)
         if ended.status != 200:
             self.tally.bump("errors")
             return None
@@ -140,6 +150,7 @@ class Judge:
         for choice in answer.choices:
             self.rule("STOP-004", ended, _null_reason, choice, "length", answer.what)
             self.rule("STOP-005", ended, _null_reason, choice, "abort", answer.what)
+        self.rule("GEN-REQ-006", ended, engine_rules.greedy_ranks, answer)
         self.rule("GEN-RESP-001", ended, _within_max, answer, plan.max_tokens)
         self.rule("GEN-REQ-005", ended, _length_at_max, answer, plan.max_tokens)
         self.rule("STOP-001", ended, _stops_end, answer)
@@ -206,12 +217,14 @@ class Judge:
         if ended.paused and "abort" in finish:
             return
         actions = [(sent, answered) for sent, answered, _, _ in ended.aborts]
+        # When the server knew the request: its first token (a stream's). A body has none to
+        # show, and its first token being due is no evidence from a busy client, whose request
+        # may leave after the abort its timer sent (an abort of an id not yet known is
+        # ignored, correctly): a body fails only on the engines' word, held before and after.
         known = ended.first_token_s
-        if known is None and self.facts.ttft_s is not None:
-            known = 2 * self.facts.ttft_s  # its first token due: the warm TTFT, twice
-        proof = bound_proof(actions, known, ended.fastest_s) or engine_proof(
-            actions, ended.reads, ended.first_token_s
-        )
+        proof = engine_proof(actions, ended.reads, known)
+        if proof is None and known is not None:
+            proof = bound_proof(actions, known, ended.fastest_s)
         if proof is None:
             self.tally.doubt(requirement)
             return
@@ -221,6 +234,16 @@ class Judge:
             f"{answer.what}: aborted through {path}, it ended with finish_reason {finish}; {proof}",
             ended,
         )
+
+    def _let_go(self, ended: Ended) -> None:
+        """ABORT-009 on a stream its client hung up on (`engine_rules.let_go`)."""
+        left = ended.plan.max_tokens - (ended.plan.hang_up or 0)
+        try:
+            judged = engine_rules.let_go(ended.hang_up_reads, self.facts, left, ended.rid)
+        except AssertionError as exc:
+            self.violate("ABORT-009", str(exc), ended)
+            return
+        self.tally.judge("ABORT-009", judged)
 
     def _seeded(self, answer: Answer, ended: Ended) -> None:
         """A seeded request sent again answers the same tokens (GEN-REQ-007), streamed or not

@@ -150,6 +150,9 @@ class Mix:
             body["stream_options"] = {"include_usage": True}
         plan = Plan(body, stream, rank=rank)
         if rng.random() < float(aborts["hang_up"]) and stream and params["max_tokens"] > 2:
+            # long enough to be still running when the engines are read after the hang-up
+            params["max_tokens"] = self._cap(int(aborts["max_tokens"]), len(prompt))
+            params["ignore_eos"] = True
             plan.hang_up = 1
         return plan
 

@@ -19,26 +19,24 @@ from conformance.grounds import verdict
 from conformance.load.judge import LOST
 from conformance.load.tally import Tally
 from conformance.requirements import by_id
-from conformance.requirements.model import MUST, Feature, Requirement, Source
+from conformance.requirements.model import Requirement
 from conformance.verdicts.results import Report, ServerInfo, decide, exit_code
 
 SCHEMA = Path(__file__).with_name("load-report.schema.json")
 KIND = "tito-load-report"
-NOTHING_LOST = Requirement(
-    LOST,
-    MUST,
-    Feature.CORE,
-    "Every request of a load run ends with an answer, an error or an abort before its deadline.",
-    "nothing lost under load: every request ends before its deadline",
-    source=Source.DERIVED,
-    evidence="issue 37: rollout workers wait on every request they sent",
-)
 PERCENTILES = (50, 90, 95, 99)
 BINS = 30
 
 
 def requirement(rid: str) -> Requirement:
-    return NOTHING_LOST if rid == LOST else by_id()[rid]
+    """Every ID a load run judges is the catalogue's (LOAD-001 too: `checks/test_nothing_lost`)."""
+    return by_id()[rid]
+
+
+def __getattr__(name: str) -> Requirement:
+    if name == "NOTHING_LOST":  # the name the first cut declared it under
+        return by_id()[LOST]
+    raise AttributeError(name)
 
 
 def percentiles(values: list[float]) -> dict[str, float | int]:

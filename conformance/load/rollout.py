@@ -25,7 +25,7 @@ from locust import User, constant, task
 
 from conformance.inflight.proof import Fastest
 from conformance.inflight.timeline import ids_for
-from conformance.load import mix
+from conformance.load import engines, mix
 from conformance.load.judge import Ended, Judge, seed_key
 from conformance.load.tally import ITL_PER_REQUEST, Tally
 from conformance.server.dp_rank import pinned
@@ -290,9 +290,17 @@ class RolloutUser(User):
                     tokens += got
                 if plan.abort and not ended.aborts and tokens >= plan.after_tokens:
                     self._abort(plan, ended, began)
+                if tokens and plan.rank is not None and not ended.rank_asked:
+                    ended.rank_asked = True  # once, while it streams: which rank holds it
+                    self._engines_read(ended, began, ended.rank_reads)
                 if plan.hang_up is not None and tokens >= plan.hang_up:
                     ended.hung_up = True
                     break
+        if ended.hung_up and self.state.engines is not None:  # did the engines let go?
+            facts = self.state.judge.facts if self.state.judge else mix.Facts()
+            grace = engines.grace_s(facts.itl_s, facts.ttft_s)
+            reads = engines.after_hang_up(self.state.engines, ids_for(ended.rid), began, grace)
+            ended.hang_up_reads += reads
         ctype = ended.exchange.response_headers.get("content-type", "")
         ended.streamed = Streamed(200, ctype, chunks, done, after_done, errors)
 
@@ -300,6 +308,11 @@ class RolloutUser(User):
         """Abort `ended`'s request by the path its plan names; with engine state, read whether
         an engine still holds it once the abort was answered (ENGINE proof)."""
         st = self.state
+        if st.engines is not None:  # held before the abort: the engines knew the request
+            asked = time.monotonic() - began
+            held = st.engines.holds(ids_for(ended.rid))
+            if held is not None:
+                ended.reads.append((asked, time.monotonic() - began, held))
         sent = time.monotonic() - began
         reply = st.control.post(
             PATHS[plan.abort or "abort"], {"request_ids": ids_for(ended.rid)}, timeout=10
@@ -312,6 +325,11 @@ class RolloutUser(User):
             if held is not None:
                 ended.reads.append((asked, time.monotonic() - began, held))
 
+    def _engines_read(self, ended: Ended, began: float, into: list[engines.Read]) -> None:
+        if self.state.engines is not None:
+            found = engines.read(self.state.engines, ids_for(ended.rid), began)
+            into += [found] if found is not None else []
+
     def _fastest(self, plan: mix.Plan) -> float | None:
         """The abort shape's fastest non-streamed completion (sampled on first need)."""
         shape = ("abort", plan.max_tokens)
@@ -320,7 +338,10 @@ class RolloutUser(User):
             began = time.monotonic()
             body = {"token_ids": plan.prompt, "sampling_params": plan.body["sampling_params"]}
             reply = self.state.control.post(GENERATE, body, timeout=60)
-            return time.monotonic() - began if reply.status == 200 else None
+            took = time.monotonic() - began
+            if reply.status != 200 or b'"abort"' in reply.body:  # cut short (a pause): no
+                return None  # completion of the shape, and no bound
+            return took
 
         return self.state.fastest.of(shape, sample)
 

@@ -57,6 +57,7 @@ SECTIONS = (
     "ROUTER",
     "EXT-DERENDER",
     "EXT-PARSE",
+    "LOAD",
 )
 """The catalogue's order: its sections (an ID without its number, `GEN-REQ` of `GEN-REQ-002`)
 as the API document takes them up, and the report and the docs list them; within a section,

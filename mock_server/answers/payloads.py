@@ -84,9 +84,11 @@ class Builder:
         of prompt_logprob_token_ids (0.34)."""
         choices = []
         total = 0
+        first_only = self._first_choice_usage()
         for seq in self.job.sequences:
             records = seq.records
-            total += len(records)
+            if not (first_only and seq.index > 0):
+                total += len(records)
             text = None
             if self.text:
                 text = seq.detok.text if seq.detok is not None else ""
@@ -94,7 +96,8 @@ class Builder:
                     seq.detok.delta(final=True)
                     text = seq.detok.text
             finish = seq.finish_reason or "stop"
-            choices.append(self.choice(seq, records, finish, weight_spans(records), text))
+            spans = weight_spans(records, self.job.skewed)
+            choices.append(self.choice(seq, records, finish, spans, text))
         body: dict[str, Any] = {
             "request_id": self.request_id,
             "model": self.model_name,
@@ -113,6 +116,12 @@ class Builder:
         out = transforms.apply("body", self.ctx, body)
         assert out is not None  # body transformers rewrite, never drop
         return out
+
+    def _first_choice_usage(self) -> bool:
+        """`Build.usage_first_choice_above`: an n > 1 body, opened when more than that many
+        requests were in flight, counts its first choice's tokens only."""
+        above = self.cfg.policies.build.usage_first_choice_above
+        return above is not None and len(self.job.sequences) > 1 and self.job.crowd > above
 
     def chunk(self, usage: dict[str, Any] | None, first: bool, choices: list[Any]) -> Any:
         """One token chunk, output defects applied."""
@@ -175,6 +184,7 @@ def plain_full(b: Builder) -> bytes | None:
     cfg, req = b.cfg, b.req
     if (
         "build" not in cfg.policies.plain
+        or b.job.skewed  # a defect's spans (label_skew_above)
         or transforms.active(cfg, "body")  # a defect's or an older release's rewrite of it
         or b.text
         or req.sampling.logprobs is not None

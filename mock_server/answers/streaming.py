@@ -102,7 +102,7 @@ class _Chunker:
         seq = ev.seq
         self.counts[seq.index] = len(seq.records)
         finish = seq.finish_reason if ev.finished else None
-        spans = weight_spans(seq.records) if ev.finished else None
+        spans = weight_spans(seq.records, self.b.job.skewed) if ev.finished else None
         text = None
         if self.b.text:
             text = seq.detok.delta(final=ev.finished) if seq.detok is not None else ""
@@ -183,6 +183,10 @@ async def stream_job(
             if builder.req.include_usage:
                 usage = builder.usage_chunk(sum(len(s.records) for s in job.sequences))
                 await _event(send, cfg, None if usage is None else compact(usage))
+            unended = cfg.policies.frame.unended_queue_at
+            if unended is not None and job.queued_behind >= unended:
+                await gone.wait()  # never ended: held open until the client leaves
+                return
             await _finish(send, cfg)
             return
     except Exception:

@@ -26,6 +26,11 @@ class Defect:
     `profile` the server profile the behaviour exists in; `flags` the extra mock flags it needs;
     `policy` how it bends its stage's slot, if it changes what the server does (a defect that
     only rewrites an answer has none: its transformer is registered in `mock_server.transforms`).
+    `shows` says which run of the suite fails `requirements`: `run`, a few requests at a time
+    (tests/test_conformance_blast_radius.py holds it to that), or `load` only: the defect acts
+    only past a threshold of concurrency `run` never reaches, or on an event only a load run
+    makes (a resume), so `run` must see nothing (the blast radius holds it to 0) and
+    `tito-conformance load` must fail `requirements` (tests/test_load_defects.py).
     """
 
     name: str
@@ -35,10 +40,26 @@ class Defect:
     profile: str = "scale-out"
     flags: tuple[str, ...] = ()
     policy: Bend | None = None
+    shows: str = "run"  # or "load"
+
+    def __post_init__(self) -> None:
+        if self.shows not in SHOWS:
+            raise ValueError(f"{self.name}: shows {self.shows!r} is none of {SHOWS}")
 
 
+SHOWS = ("run", "load")
 RELEASE_034 = ("--mock-vllm-version", "0.34")
 """The flags of the defects of release extensions: the mock plays the release that has them."""
+BUSY = 12
+"""Requests in flight past which a load-only defect acts. `tito-conformance load`'s default 16
+users keep more than that in flight against the mock paced by `PACED` most of the time (about
+60 % of a run's samples on a loaded 2-core machine); `run` never has more than 7 at once
+(measured on every main profile and the in-flight settings: the suite's parallel workers and
+the fuzz beside them), and its queued in-flight plans, which can send 12 or more, come only
+after a request it could not otherwise catch in flight."""
+PACED = ("--mock-itl-ms", "3")
+"""The pace a load-only defect needs: 3 ms a token keeps requests in flight long enough for
+16 users to crowd the engine (unpaced, a request ends in under a millisecond)."""
 
 
 _CATALOGUE: tuple[Defect, ...] = (
@@ -941,7 +962,7 @@ _CATALOGUE: tuple[Defect, ...] = (
         "hang-generate",
         "generate never answers (holds the connection open)",
         breaks=("robustness",),
-        requirements=("GEN-001",),
+        requirements=("GEN-001", "LOAD-001"),
         policy=Setting("gate", hang_generate=True),
     ),
     Defect(
@@ -1020,6 +1041,67 @@ _CATALOGUE: tuple[Defect, ...] = (
         requirements=("EXT-PARSE-002",),
         flags=RELEASE_034,
     ),
+    # under load only (issue 37): `run` never crowds the engine so; `load` catches each
+    Defect(
+        "abort-lost-busy",
+        f"an abort that comes while more than {BUSY} requests are in flight is answered 200 "
+        "and does nothing",
+        breaks=("abort",),
+        requirements=("ABORT-002", "ABORT-003"),
+        flags=PACED,
+        policy=Setting("admit", aborts_ignored_above=BUSY),
+        shows="load",
+    ),
+    Defect(
+        "weight-span-skew-busy",
+        f"a label change that comes while more than {BUSY} requests run ends each one's old "
+        "span a token late, over the first token of the new one",
+        breaks=("weight_versions",),
+        requirements=("WV-002", "WV-004"),
+        flags=PACED,  # 0.32: no /pause, so the label changes while requests run
+        policy=Setting("generate", label_skew_above=BUSY),
+        shows="load",
+    ),
+    Defect(
+        "dp-pin-moved-busy",
+        f"a request pinned to a rank that holds more than {BUSY // 2} requests runs on "
+        "another rank",
+        breaks=("dp rank",),
+        requirements=("DP-001",),
+        flags=(*PACED, "--data-parallel-size", "2"),
+        policy=Setting("admit", pins_ignored_above=BUSY // 2),
+        shows="load",
+    ),
+    Defect(
+        "stream-unended-queued",
+        "a stream that had to wait behind 8 or more queued requests never ends: no [DONE], "
+        "the connection held open",
+        breaks=("streaming",),
+        requirements=("LOAD-001",),
+        flags=(*PACED, "--max-num-seqs", "16"),
+        policy=Setting("frame", unended_queue_at=8),
+        shows="load",
+    ),
+    Defect(
+        "resume-repeats-token",
+        "a request admitted within 1 s of /resume first repeats its prompt's last token (for a "
+        "resubmitted rollout: the last token it got before the pause)",
+        breaks=("sampling",),
+        requirements=("GEN-REQ-006",),
+        flags=(*PACED, *RELEASE_034),
+        policy=Setting("generate", resume_repeat_s=1.0),
+        shows="load",
+    ),
+    Defect(
+        "usage-n-first-choice-busy",
+        f"with more than {BUSY} requests in flight, an n > 1 answer's usage counts its first "
+        "choice's tokens only",
+        breaks=("usage",),
+        requirements=("GEN-RESP-003",),
+        flags=PACED,
+        policy=Setting("build", usage_first_choice_above=BUSY),
+        shows="load",
+    ),
 )
 
 DEFECTS: dict[str, Defect] = {d.name: d for d in _CATALOGUE}
@@ -1027,7 +1109,11 @@ DEFECTS: dict[str, Defect] = {d.name: d for d in _CATALOGUE}
 
 def _where(d: Defect) -> str:
     """The requirement IDs, and the profile and flags when they are not the default."""
-    setting = " ".join(([] if d.profile == "scale-out" else [d.profile]) + list(d.flags))
+    setting = " ".join(
+        ([] if d.profile == "scale-out" else [d.profile])
+        + list(d.flags)
+        + (["under load"] if d.shows == "load" else [])
+    )
     return ",".join(d.requirements) + (f" ({setting})" if setting else "")
 
 

@@ -56,6 +56,9 @@ class Admit:
     legacy_abort_acts: bool = True
     abort_on_disconnect: bool = True
     abort_on_whole_disconnect: bool = True  # a non-streamed request's client hanging up
+    # under load only (`Defect.shows == "load"`): a number is the threshold past which it bends
+    aborts_ignored_above: int | None = None  # requests in flight past which an abort is lost
+    pins_ignored_above: int | None = None  # requests its rank holds past which a pin is moved
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +80,8 @@ class Generate:
     abort_stop_reason: str | None = None
     weight_updates: bool = True
     default_label: str = "default"
+    label_skew_above: int | None = None  # running past which a label change skews the spans
+    resume_repeat_s: float | None = None  # seconds after /resume a new request repeats a token
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,12 +94,14 @@ class Build:
     render_ids_as_strings: bool = False
     render_params_lost: bool = False  # the render carries vLLM's defaults, not what was asked
     derender_finish_stop: bool = False  # a derendered choice says "stop" whatever it said
+    usage_first_choice_above: int | None = None  # in flight past which n > 1 usage is choice 0's
 
 
 @dataclass(frozen=True, slots=True)
 class Frame:
     multi_choice_chunks: bool = False
     empty_chunk: bool = False
+    unended_queue_at: int | None = None  # queued behind this many: the stream never ends
 
 
 @dataclass(frozen=True, slots=True)

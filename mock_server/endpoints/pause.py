@@ -90,6 +90,7 @@ def pause_routes(cfg: MockConfig, engine: Engine, paused: Paused) -> list[Route]
     async def resume(request: Request) -> JSONResponse:
         paused.mode = None
         paused.resumed.set()
+        engine.resumed()
         return JSONResponse({"status": "resumed"})
 
     async def is_paused(request: Request) -> JSONResponse:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import random
 import secrets
-from collections import Counter, deque
+import time
+from collections import Counter
 from collections.abc import AsyncGenerator, Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import chain
@@ -13,6 +14,7 @@ from typing import Any
 
 from mock_server.behaviour.config import MockConfig
 from mock_server.engine.model import ToyModel
+from mock_server.engine.scheduler import Scheduler
 from mock_server.engine.sequence import Sampler, Sequence, Uniforms
 from mock_server.engine.tokenizer import Tokenizer
 from mock_server.parsing.request import GenerateRequest
@@ -26,8 +28,14 @@ class Job:
     req: GenerateRequest
     max_tokens: int
     abort_after: int | None = None
+    rank: int = 0  # the data-parallel rank that runs it (its pin, or the least busy)
+    pinned: int | None = None  # the rank its X-data-parallel-rank header asked for
     sequences: list[Sequence] = field(default_factory=list)
     aborted: asyncio.Event = field(default_factory=asyncio.Event)
+    gone: bool = False  # its client went away while the engine held it
+    crowd: int = 0  # requests in flight when it was opened, itself included
+    queued_behind: int = 0  # requests waiting ahead of it when it had to queue
+    skewed: bool = False  # a label change came while the engine was busy (label_skew_above)
     _sleeping: asyncio.Future[None] | None = field(default=None, repr=False)
 
     @property
@@ -76,8 +84,8 @@ def steps_between_yields(sequences: int) -> int:
     return max(1, YIELD_EVERY // max(1, sequences))
 
 
-HUNG_UP_KEPT = 64
-"""How many hung-up request ids `/mock/stats` keeps (the newest)."""
+RESUME_REPEAT_KEPT = 1
+"""Tokens a request admitted soon after a resume repeats (`Generate.resume_repeat_s`)."""
 
 DRAWN_AHEAD = 32
 """How many uniforms an unseeded sequence takes from the server's generator when it opens."""
@@ -121,52 +129,6 @@ class Event:
     flush: bool = True
 
 
-class Scheduler:
-    """At most max_num_seqs sequences run at once; the rest wait in FIFO order."""
-
-    def __init__(self, capacity: int) -> None:
-        self.free = capacity
-        self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
-
-    def try_acquire(self, n: int) -> bool:
-        """`acquire` when it would admit at once, without handing the loop over (no coroutine
-        to run for the common case); False, taking nothing, otherwise."""
-        if self._waiters or self.free < n:
-            return False
-        self.free -= n
-        return True
-
-    async def acquire(self, n: int, aborted: asyncio.Event) -> bool:
-        if self.try_acquire(n):
-            return True
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        entry = (n, fut)
-        self._waiters.append(entry)
-        abort_wait: asyncio.Future[Any] = asyncio.ensure_future(aborted.wait())
-        try:
-            waiting: set[asyncio.Future[Any]] = {fut, abort_wait}
-            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            abort_wait.cancel()
-        if fut.done() and not fut.cancelled():
-            return True
-        if entry in self._waiters:
-            self._waiters.remove(entry)
-        fut.cancel()
-        return False
-
-    def release(self, n: int) -> None:
-        self.free += n
-        while self._waiters and self.free >= self._waiters[0][0]:
-            need, fut = self._waiters.popleft()
-            self.free -= need
-            fut.set_result(None)
-
-    @property
-    def queued(self) -> int:
-        return len(self._waiters)
-
-
 class Engine:
     def __init__(self, config: MockConfig) -> None:
         self.cfg = config
@@ -181,35 +143,89 @@ class Engine:
         self.in_flight = 0
         self.aborted = 0
         self.finished: Counter[str] = Counter()
-        self.hung_up: deque[str] = deque(maxlen=HUNG_UP_KEPT)
+        self.on_rank = [0] * max(1, config.data_parallel_size)  # requests each rank holds
+        self.resumed_at: float | None = None  # when /resume last ended a pause
         self.dead = False
 
     # -- bookkeeping -------------------------------------------------------------------
-    def stats(self) -> dict[str, Any]:
+    def counts(self) -> dict[str, Any]:
+        """The counters alone (`/metrics`): no walk over the requests held."""
         return {
             "received": self.received,
             "in_flight": self.in_flight,
             "queued": self.scheduler.queued,
             "finished": {"stop": 0, "length": 0, "abort": 0, **self.finished},
             "aborted": self.aborted,
-            # the ids of the requests the engine holds (queued or running): a client reads
-            # whether its abort or hang-up took without waiting for the request's answer
-            "held": sorted(
-                rid for rid, jobs in self._jobs.items() if any(j.unfinished for j in jobs)
-            ),
-            # the ids of held requests whose client went away (the newest HUNG_UP_KEPT): what
-            # the HTTP layer saw, whether or not the request was then aborted
-            "hung_up": list(self.hung_up),
         }
 
+    def stats(self) -> dict[str, Any]:
+        """The counters, and the requests held now. Nothing here outlives its request: the
+        lists name only what the engine holds (bounded by what is in flight), so a long run
+        leaves them no longer than its busiest moment."""
+        held: list[str] = []
+        hung_up: list[str] = []
+        by_rank: dict[str, list[str]] = {str(r): [] for r in range(len(self.on_rank))}
+        for rid, jobs in self._jobs.items():
+            holding = [j for j in jobs if j.unfinished]
+            if not holding:
+                continue
+            held.append(rid)
+            if any(j.gone for j in holding):
+                hung_up.append(rid)
+            for rank in sorted({j.rank for j in holding}):
+                by_rank[str(rank)].append(rid)
+        held.sort()
+        return {
+            **self.counts(),
+            # the ids of the requests the engine holds (queued or running): a client reads
+            # whether its abort or hang-up took without waiting for the request's answer
+            "held": held,
+            # the held ones whose client went away: what the HTTP layer saw, while the engine
+            # still holds the request (an aborted or ended request leaves the list)
+            "hung_up": sorted(hung_up),
+            # the held ones by the data-parallel rank that runs them (one rank: "0")
+            "held_by_rank": {rank: sorted(ids) for rank, ids in by_rank.items()},
+        }
+
+    def running_on(self) -> list[int]:
+        """Requests each data-parallel rank holds (queued or running), by rank."""
+        return list(self.on_rank)
+
     def client_gone(self, request_id: str) -> None:
-        """The client of `request_id` went away: recorded if the engine holds the request."""
-        if any(job.unfinished for job in self._jobs.get(request_id, [])):
-            self.hung_up.append(request_id)
+        """The client of `request_id` went away: marked on what the engine still holds."""
+        for job in self._jobs.get(request_id, []):
+            if job.unfinished:
+                job.gone = True
+
+    def place(self, job: Job, pinned: int | None) -> None:
+        """The rank that runs `job`: its pin, else the least busy one (vLLM's DP balancer);
+        a pin past `Admit.pins_ignored_above` requests on its rank goes elsewhere."""
+        load = self.on_rank
+        job.pinned = pinned
+        if pinned is not None and 0 <= pinned < len(load):
+            above = self.cfg.policies.admit.pins_ignored_above
+            if above is None or load[pinned] <= above or len(load) < 2:
+                job.rank = pinned
+                return
+            job.rank = min((r for r in range(len(load)) if r != pinned), key=load.__getitem__)
+            return
+        job.rank = min(range(len(load)), key=load.__getitem__)
+
+    def resumed(self) -> None:
+        """A pause ended (`/resume`)."""
+        self.resumed_at = time.monotonic()
 
     def set_weight_version(self, label: str) -> None:
-        if self.cfg.policies.generate.weight_updates:
-            self.weight_version = label
+        slot = self.cfg.policies.generate
+        if not slot.weight_updates:
+            return
+        above = slot.label_skew_above
+        if above is not None and label != self.weight_version:
+            running = [j for jobs in self._jobs.values() for j in jobs if j.unfinished]
+            if len(running) > above:  # busy: each running one's boundary comes out skewed
+                for job in running:
+                    job.skewed = True
+        self.weight_version = label
 
     def _label(self) -> str:
         """The label new tokens carry (what /weight_info reports)."""
@@ -224,8 +240,11 @@ class Engine:
 
     def abort(self, request_ids: list[str]) -> int:
         """Abort every running request carrying one of the ids; unknown ids are ignored."""
-        if not self.cfg.policies.admit.aborts_honoured:
+        admit = self.cfg.policies.admit
+        if not admit.aborts_honoured:
             return 0
+        if admit.aborts_ignored_above is not None and self.in_flight > admit.aborts_ignored_above:
+            return 0  # busy: the abort is answered and lost
         count = 0
         for rid in request_ids:
             for job in self._jobs.get(rid, []):
@@ -265,16 +284,24 @@ class Engine:
             )
             for i in range(n)
         ]
+        repeat = cfg.policies.generate.resume_repeat_s
+        since = None if self.resumed_at is None else time.monotonic() - self.resumed_at
+        if repeat is not None and since is not None and since <= repeat:
+            for sampler in samplers:
+                sampler.repeats = RESUME_REPEAT_KEPT
         for i, sampler in enumerate(samplers):
             job.sequences.append(Sequence(index=i, detok=sampler.new_detokenizer()))
         self._jobs.setdefault(job.request_id, []).append(job)
         self.in_flight += 1
+        self.on_rank[job.rank] += 1
+        job.crowd = self.in_flight
         return n, samplers
 
     def _close(self, job: Job, n: int, admitted: bool) -> None:
         if admitted:
             self.scheduler.release(n)
         self.in_flight -= 1
+        self.on_rank[job.rank] -= 1
         jobs = self._jobs.get(job.request_id, [])
         if job in jobs:
             jobs.remove(job)
@@ -327,6 +354,7 @@ class Engine:
         try:
             admitted = self.scheduler.try_acquire(n)
             if not admitted:
+                job.queued_behind = self.scheduler.queued
                 if on_wait is not None:
                     on_wait()
                     on_wait = None

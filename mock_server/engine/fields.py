@@ -23,14 +23,19 @@ def usage(prompt: int, completion: int, details: tuple[str, ...] = ()) -> dict[s
     return out
 
 
-def weight_spans(records: list[TokenRecord]) -> list[dict[str, Any]]:
-    """Half-open, contiguous spans of equal labels over the output tokens."""
+def weight_spans(records: list[TokenRecord], skewed: bool = False) -> list[dict[str, Any]]:
+    """Half-open, contiguous spans of equal labels over the output tokens. `skewed` (a label
+    change that came while the engine was busy, under `Generate.label_skew_above`): the span
+    before each change ends one token late, over the first token of the next."""
     spans: list[dict[str, Any]] = []
     for i, rec in enumerate(records):
         if spans and spans[-1]["version"] == rec.version:
             spans[-1]["end"] = i + 1
         else:
             spans.append({"version": rec.version, "start": i, "end": i + 1})
+    if skewed:
+        for span in spans[:-1]:
+            span["end"] += 1
     return spans
 
 

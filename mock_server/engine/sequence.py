@@ -95,6 +95,7 @@ class Sampler:
         self.watch = self.stop_ids | (
             frozenset() if sampling.ignore_eos else frozenset((tokenizer.eos_id,))
         )
+        self.repeats = 0  # first tokens that repeat the context's last (a defect's, under load)
 
     # What only `step` uses, made when it is first needed (`burst` needs neither).
     @cached_property
@@ -153,7 +154,10 @@ class Sampler:
         ctx = model.context(self.t1, self.t2)
         n_done = len(seq.records)
         below_min = n_done < sp.min_tokens
-        if self.allowed:
+        if self.repeats and self.t2 >= 0:  # the token before, again: its rank as it stands
+            self.repeats -= 1
+            rank = ctx.rank_of(self.t2)
+        elif self.allowed:
             rank = self._pick_allowed(ctx.rank_of, below_min)
         elif below_min or sp.greedy:
             rank = self._pick_rank(ctx.token_at, below_min)
@@ -177,7 +181,12 @@ class Sampler:
         engine time went to `step`'s generality; the tokens and records are the same
         (tests/test_mock_burst.py).
         """
-        if not self.plain or seq.detok is not None or len(seq.records) < self.sp.min_tokens:
+        if (
+            not self.plain
+            or seq.detok is not None
+            or len(seq.records) < self.sp.min_tokens
+            or self.repeats
+        ):
             for _ in range(count):
                 self.step(seq, version)
                 if seq.finish_reason is not None:

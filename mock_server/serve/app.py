@@ -67,7 +67,7 @@ def create_app(config: MockConfig) -> Starlette:
         return JSONResponse(state.engine.stats())
 
     async def metrics(request: Request) -> Response:
-        text = prometheus_text(state.engine.stats(), config.model_name)
+        text = prometheus_text(state.engine.counts(), config.model_name)
         return Response(text, headers={"content-type": CONTENT_TYPE})
 
     async def version(request: Request) -> JSONResponse:

@@ -11,6 +11,7 @@ from mock_server.endpoints.state import AppState
 from mock_server.engine.core import Job
 from mock_server.parsing.request import GenerateRequest
 from mock_server.stages.refusals import ENGINE_DEAD, Fatal, StreamedRejection
+from mock_server.stages.validate import dp_rank
 from mock_server.wire.asgi import Receive, Scope, header, wait_disconnect
 from mock_server.wire.errors import ApiError
 
@@ -27,7 +28,10 @@ async def admit(state: AppState, scope: Scope, req: GenerateRequest) -> Job:
     cfg = state.config
     if max(req.token_ids, default=0) >= cfg.mock_vocab_size:  # oov-token-500
         raise Fatal(ApiError(500, ENGINE_DEAD, "InternalServerError"))
-    return new_job(state, scope, req)
+    job = new_job(state, scope, req)
+    if cfg.data_parallel_size > 1:  # validated already: in range, or not an integer (None)
+        state.engine.place(job, dp_rank(scope, cfg))
+    return job
 
 
 def new_job(state: AppState, scope: Scope, req: GenerateRequest) -> Job:
