@@ -122,7 +122,8 @@ def parser() -> argparse.ArgumentParser:
         default=0.0,
         metavar="S",
         help="also load each profile's server for S seconds (`tito-conformance load`, after "
-        "the suite, the diff and the fuzz) and gate its violations on the known deviations",
+        "the suite and the diff, before the fuzz) and gate its violations on the known "
+        "deviations",
     )
     p.add_argument(
         "--load-concurrency",

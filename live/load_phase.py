@@ -1,6 +1,7 @@
-"""The load phase of a live profile (`--load S`, issue 37): after the suite (and the diff and
-the fuzz), `tito-conformance load` for S seconds against the same server, its reports beside
-the profile's others, its violations gated on the known deviations as the suite's failures.
+"""The load phase of a live profile (`--load S`, issue 37): after the suite (and the diff;
+before the fuzz, whose out-of-vocabulary group may kill a tokens-only server), `tito-conformance
+load` for S seconds against the same server, its reports beside the profile's others, its
+violations gated on the known deviations as the suite's failures.
 
 The gate, per requirement ID: a violated MUST passes only when the server's version lists it
 for this profile (`known_deviations.yaml`'s suite entries: a deviation the suite shows is the

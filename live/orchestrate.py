@@ -40,7 +40,8 @@ def run_profile(
     fuzzing: Fuzzing | None = None,
     loading: load_phase.Loading | None = None,
 ) -> LiveRun:
-    """Suite, then (optionally) the mock diff, the fuzzer and the load, on one server start."""
+    """Suite, then (optionally) the mock diff, the load and the fuzzer, on one server start (the
+    fuzzer last: its out-of-vocabulary group may kill a tokens-only server)."""
     out: Path = args.out
     server = live_server(backend, profile, args, out / f"server-{profile.name}.log")
     config = suite_config(profile, args, server.base_url)
@@ -62,6 +63,13 @@ def run_profile(
                     )
                 )
                 run.timings["diff_s"] = round(time.monotonic() - t1, 2)
+            if loading is not None:
+                if not server.stays_healthy():  # the suite's last check may just have killed it
+                    server.restart()
+                progress.update(f"load, {loading.seconds:g} s of {loading.concurrency} users")
+                t1 = time.monotonic()
+                loading.run(server.base_url, profile.api_key, run.report)
+                run.timings["load_s"] = round(time.monotonic() - t1, 2)
             if fuzzing is not None:
                 if not server.alive:
                     server.restart()
@@ -69,13 +77,6 @@ def run_profile(
                 t1 = time.monotonic()
                 fuzzing.verdicts.append(fuzzing.run(server, profile, run.report))
                 run.timings["fuzz_s"] = round(time.monotonic() - t1, 2)
-            if loading is not None:
-                if not server.alive:
-                    server.restart()
-                progress.update(f"load, {loading.seconds:g} s of {loading.concurrency} users")
-                t1 = time.monotonic()
-                loading.run(server.base_url, profile.api_key, run.report)
-                run.timings["load_s"] = round(time.monotonic() - t1, 2)
     except ServerStartError as exc:
         report: Report = report_from(config, None, [])
         report.harness_error = f"server did not start: {exc}"

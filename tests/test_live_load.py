@@ -78,3 +78,22 @@ def test_live_load_gates_the_mocks_violation_and_writes_its_reports(tmp_path: Pa
     assert "listed deviation, violated under load: GEN-RESP-003" in gate, gate
     timings = json.loads((out / "timings.json").read_text())
     assert timings["scale-out"]["load_s"] >= 3
+
+
+def test_the_load_restarts_a_server_the_suites_last_check_killed(tmp_path: Path) -> None:
+    """vLLM 0.32's --tokens-only exits on an out-of-vocabulary id, the suite's last check (the
+    mock's oov-token-500 does the same): the load restarts it first and judges a live server."""
+    listing = tmp_path / "deviations.yaml"
+    listing.write_text(
+        'versions:\n  "0.32.0":\n    - id: ERR-007\n      profiles: [tokens-only]\n'
+        "      kind: vllm-bug\n      symptom: exits\n      evidence: oov-token-500\n"
+    )
+    out = tmp_path / "out"
+    argv = ["--backend", "mock", "--profile", "tokens-only", "--load", "3", "--deviations",
+            str(listing), "--server-arg=--mock-defect", "--server-arg=oov-token-500",
+            "--out", str(out)]  # fmt: skip
+    code = cli.main(argv)
+    gate = (out / "gate.txt").read_text()
+    assert code == 0, gate
+    assert "load gate:\n  [tokens-only] vLLM 0.32.0: ok" in gate
+    assert json.loads((out / "timings.json").read_text())["tokens-only"]["restarts"] == 1
