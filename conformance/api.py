@@ -9,6 +9,7 @@ the session; the SCHEMA-* requirements judge them all against `openapi/tito.yaml
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,7 @@ from conformance.outcomes import Failure
 from conformance.session import Session
 from conformance.tito import answers
 from conformance.tito.outputs import lean
-from conformance.tito.streamed import Streamed
+from conformance.tito.streamed import Streamed, tokens_in
 from conformance.wire import Reply, ServerBroke, Stream
 from openapi import SPEC_URI, is_valid, schema_validator
 
@@ -344,9 +345,15 @@ def read_stream(
     stop_after_tokens: int | None = None,
     s: Session | None = None,
     schema: str = "GenerateStreamPayload",
+    *,
+    parse: Callable[[str, str], dict[str, Any]] = chunk_of,
+    on_tokens: Callable[[int], bool] | None = None,
 ) -> Streamed:
     """Read every event; optionally stop once enough tokens arrived. Chunks are kept on the
-    session `s` as `schema` (for SCHEMA-STREAM-001), not validated here."""
+    session `s` as `schema` (for SCHEMA-STREAM-001), not validated here. `parse` turns an
+    event's data into its chunk (`chunk_of`: anything but a JSON object breaks the stream);
+    `on_tokens` is told the tokens so far each time a chunk brought some, and stops the
+    reading by answering True (the load's timing, its aborts and hang-ups)."""
     chunks: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
     done = False
@@ -360,14 +367,16 @@ def read_stream(
             if data == "[DONE]":
                 done = True
                 continue
-            chunk = chunk_of(data, f"stream event #{len(chunks) + 1}")
+            chunk = parse(data, f"stream event #{len(chunks) + 1}")
             if s is not None:
                 s.observe(schema, f"stream event #{len(chunks) + 1}", chunk)
             chunks.append(chunk)
             if "error" in chunk:
                 errors.append(chunk)
-            for choice in chunk.get("choices") or []:
-                tokens += len(choice.get("token_ids") or [])
+            got = tokens_in(chunk)
+            tokens += got
+            if got and on_tokens is not None and on_tokens(tokens):
+                break
             if stop_after_tokens is not None and tokens >= stop_after_tokens:
                 break
     except ServerBroke:

@@ -21,6 +21,7 @@ from conformance.profiles import MOCK_KNOBS
 from loopback.timeouts import SERVER_START_S
 
 from .fuzzing import LIVE_MAX_EXAMPLES, LIVE_SEED
+from .load_phase import LOAD_CONCURRENCY
 from .profiles import (
     BACKENDS,
     DEFAULT_FRONTEND_VERSION,
@@ -115,6 +116,22 @@ def parser() -> argparse.ArgumentParser:
         help="fuzz cases per operation and mode (default %(default)s)",
     )
     p.add_argument("--fuzz-seed", type=int, default=LIVE_SEED)
+    p.add_argument(
+        "--load",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="also load each profile's server for S seconds (`tito-conformance load`, after "
+        "the suite and the diff, before the fuzz) and gate its violations on the known "
+        "deviations",
+    )
+    p.add_argument(
+        "--load-concurrency",
+        type=int,
+        default=LOAD_CONCURRENCY,
+        metavar="N",
+        help="with --load: users at once (default %(default)s)",
+    )
     p.add_argument("--deviations", type=Path, help="known deviations YAML (default: built in)")
     p.add_argument("--out", type=Path, default=Path("live-results"), help="artifact directory")
     p.add_argument(

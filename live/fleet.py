@@ -26,7 +26,7 @@ from conformance.session import SuiteConfig
 from conformance.verdicts.results import Report, Status
 from loopback.vllm_router import DEFAULT_VERSION, PACKAGE
 
-from . import deviations
+from . import deviations, load_phase
 from .artifacts import write_json
 from .fidelity import diff_against_mock
 from .launcher import ServerStartError, install_signal_handlers
@@ -63,6 +63,13 @@ def run_fleet(backend: Backend, profiles: list[LiveProfile], args: argparse.Name
     table = deviations.load(args.deviations or deviations.DEFAULT_FILE)
     verdicts: list[deviations.Verdict] = []
     timings: dict[str, object] = {}
+    router_listed = deviations.for_router(table, f"{PACKAGE} {version}")
+    loading = None
+    if args.load:
+        engines_table = {} if mock else table
+        loading = load_phase.Loading(
+            args.load, engines_table, out, args.timeout, args.load_concurrency
+        )
     for profile in profiles:
         print(
             f"== live [{backend.kind} x{args.engines} behind {PACKAGE} {version}] "
@@ -70,13 +77,13 @@ def run_fleet(backend: Backend, profiles: list[LiveProfile], args: argparse.Name
             flush=True,
         )
         started = time.monotonic()
-        report = _deployment(backend, profile, args, binary, out)
+        report = _deployment(backend, profile, args, binary, out, loading, router_listed)
         report.server.router = f"{PACKAGE} {version}"
         timings[profile.name] = round(time.monotonic() - started, 2)
         json_report.write([report], out / f"report-{profile.name}.json")
         print(terminal.render([report], verbose=args.verbose), flush=True)
-        listed = [] if mock else deviations.for_version(table, report.server.version)
-        listed += deviations.for_router(table, f"{PACKAGE} {version}")
+        listed = [] if mock else list(deviations.for_version(table, report.server.version))
+        listed += router_listed
         verdict = deviations.judge(report, listed)
         if mock:  # correct engines: whatever fails is the router's, and must be said so
             for result in report.requirements:
@@ -88,17 +95,27 @@ def run_fleet(backend: Backend, profiles: list[LiveProfile], args: argparse.Name
         verdicts.append(verdict)
     gate = f"{PACKAGE} {version} over {args.engines} {backend.kind} engines\n"
     gate += deviations.render(verdicts)
+    if loading is not None:
+        gate += "\n" + load_phase.render(loading.verdicts)
     print(gate)
     (out / "gate.txt").write_text(gate + "\n", encoding="utf-8")
     timings["total_s"] = round(time.monotonic() - t0, 2)
     write_json(out / "timings.json", timings)
-    return 0 if all(v.ok for v in verdicts) else 1
+    loaded_ok = loading is None or all(v.ok for v in loading.verdicts)
+    return 0 if all(v.ok for v in verdicts) and loaded_ok else 1
 
 
 def _deployment(
-    backend: Backend, profile: LiveProfile, args: argparse.Namespace, binary: Path, out: Path
+    backend: Backend,
+    profile: LiveProfile,
+    args: argparse.Namespace,
+    binary: Path,
+    out: Path,
+    loading: load_phase.Loading | None = None,
+    router_listed: list[deviations.Deviation] | None = None,
 ) -> Report:
-    """Start the engines and the router, run the suite through it, stop everything."""
+    """Start the engines and the router, run the suite through it (then, with `loading`, the
+    load, every engine named), stop everything."""
     engines = [
         live_server(backend, profile, args, out / f"server-{profile.name}-engine{n}.log")
         for n in range(args.engines)
@@ -126,6 +143,8 @@ def _deployment(
             said = _diff(router, engines[0], profile, out, report.server.version, args)
             (out / f"diff-{profile.name}.txt").write_text(said + "\n", encoding="utf-8")
             print(said, flush=True)
+        if loading is not None:
+            loading.run(router.url, profile.api_key, report, urls, router_listed)
         return report
 
 

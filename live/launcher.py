@@ -21,11 +21,14 @@ from conformance.server.process import (
 from conformance.wire import Client, ServerBroke
 from loopback.ports import is_free
 from loopback.timeouts import (
+    DEATH_WATCH_S,
     HEALTH_POLL_S,
+    HEALTH_READ_S,
     PROBE_S,
     SERVER_START_S,
     SERVER_STOP_GRACE_S,
     SERVER_WARMUP_S,
+    STAYS_HEALTHY_S,
 )
 
 from . import procgroup
@@ -81,6 +84,24 @@ class LiveServer(ServerProcess):
         except ServerBroke:
             return False
         return reply.status in self.up_statuses
+
+    def stays_healthy(self, watch_s: float = DEATH_WATCH_S) -> bool:
+        """Whether it is alive and `/health` answers for STAYS_HEALTHY_S on end within
+        `watch_s`: a server that was just killed can still answer it for a moment (vLLM's 500
+        comes before its exit; uvicorn drains)."""
+        ends = time.monotonic() + watch_s
+        healthy_since: float | None = None
+        while time.monotonic() < ends:
+            if not self.alive:
+                return False
+            if self.healthy(timeout=HEALTH_READ_S):
+                healthy_since = healthy_since or time.monotonic()
+                if time.monotonic() - healthy_since >= STAYS_HEALTHY_S:
+                    return True
+            else:
+                healthy_since = None
+            time.sleep(HEALTH_POLL_S)
+        return self.alive and healthy_since is not None
 
     def stop(self) -> list[int]:
         stopped = super().stop()

@@ -17,7 +17,7 @@ from conformance.verdicts.results import Report
 from conformance.wire import Timeouts
 from loopback.ports import free_port
 
-from . import deviations, fuzz_gate
+from . import deviations, fuzz_gate, load_phase
 from . import releases as releases_mod
 from .artifacts import write_json
 from .fidelity import DiffResult, diff_against_mock
@@ -38,8 +38,10 @@ def run_profile(
     args: argparse.Namespace,
     diffs: list[DiffResult],
     fuzzing: Fuzzing | None = None,
+    loading: load_phase.Loading | None = None,
 ) -> LiveRun:
-    """Suite, then (optionally) the mock diff and the fuzzer, on one server start."""
+    """Suite, then (optionally) the mock diff, the load and the fuzzer, on one server start (the
+    fuzzer last: its out-of-vocabulary group may kill a tokens-only server)."""
     out: Path = args.out
     server = live_server(backend, profile, args, out / f"server-{profile.name}.log")
     config = suite_config(profile, args, server.base_url)
@@ -61,6 +63,13 @@ def run_profile(
                     )
                 )
                 run.timings["diff_s"] = round(time.monotonic() - t1, 2)
+            if loading is not None:
+                if not server.stays_healthy():  # the suite's last check may just have killed it
+                    server.restart()
+                progress.update(f"load, {loading.seconds:g} s of {loading.concurrency} users")
+                t1 = time.monotonic()
+                loading.run(server.base_url, profile.api_key, run.report)
+                run.timings["load_s"] = round(time.monotonic() - t1, 2)
             if fuzzing is not None:
                 if not server.alive:
                     server.restart()
@@ -165,9 +174,12 @@ def run_all(
     if args.fuzz:
         budget = FuzzBudget(args.fuzz_examples, args.fuzz_seed, args.timeout)
         fuzzing = Fuzzing(table, out, budget, vocab_size(backend.model))
+    loading = None
+    if args.load:
+        loading = load_phase.Loading(args.load, table, out, args.timeout, args.load_concurrency)
     for profile in profiles:
         print(f"== live [{backend.kind}] profile {profile.name}", flush=True)
-        run = run_profile(backend, profile, args, diffs, fuzzing)
+        run = run_profile(backend, profile, args, diffs, fuzzing, loading)
         timings[profile.name] = run.timings
         json_report.write([run.report], out / f"report-{profile.name}.json")
         write_transcripts(run, out / f"transcripts-{profile.name}.jsonl")
@@ -194,6 +206,8 @@ def run_all(
         gate = f"{STANDIN_NOTE} ({backend.vllm})\n{gate}"
     if fuzzing is not None:
         gate += "\n" + fuzz_gate.render(fuzzing.verdicts)
+    if loading is not None:
+        gate += "\n" + load_phase.render(loading.verdicts)
     for d in diffs:
         gate += f"\nfidelity diff [{d.profile}] mock vs real: {d.status} ({d.output_path.name})"
     print(gate)
@@ -201,7 +215,8 @@ def run_all(
     timings["total_s"] = round(time.monotonic() - t0, 2)
     write_json(out / "timings.json", timings)
     fuzzed_ok = fuzzing is None or all(v.ok for v in fuzzing.verdicts)
-    ok = all(v.ok for v in verdicts) and all(d.ok for d in diffs) and fuzzed_ok
+    loaded_ok = loading is None or all(v.ok for v in loading.verdicts)
+    ok = all(v.ok for v in verdicts) and all(d.ok for d in diffs) and fuzzed_ok and loaded_ok
     names = ", ".join(p.name for p in profiles)
     print(
         f"== live [{backend.kind}] overall ({len(profiles)} profiles: {names}): "

@@ -8,7 +8,6 @@ exchange of every check, for the transcripts artifact.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +17,6 @@ import pytest
 from conformance.registry import requirements_of
 from conformance.session import Session
 from conformance.wire.exchange import Exchange
-from loopback.timeouts import DEATH_WATCH_S, HEALTH_POLL_S, HEALTH_READ_S, STAYS_HEALTHY_S
 
 from .launcher import LiveServer, ServerStartError
 
@@ -58,24 +56,9 @@ class Watchdog:
     def _died(self, failed: bool) -> bool:
         if not self.server.alive:
             return True
-        if not failed:
-            return False
         # A failing check may have just killed it, and a dying server can still answer /health
-        # for a moment (vLLM's 500 comes before its exit; uvicorn drains): only a server that
-        # stays healthy for STAYS_HEALTHY_S is alive.
-        ends = time.monotonic() + DEATH_WATCH_S
-        healthy_since: float | None = None
-        while time.monotonic() < ends:
-            if not self.server.alive:
-                return True
-            if self.server.healthy(timeout=HEALTH_READ_S):
-                healthy_since = healthy_since or time.monotonic()
-                if time.monotonic() - healthy_since >= STAYS_HEALTHY_S:
-                    return False
-            else:
-                healthy_since = None
-            time.sleep(HEALTH_POLL_S)
-        return not self.server.alive or healthy_since is None
+        # for a moment: only a server that stays healthy is alive.
+        return failed and not self.server.stays_healthy()
 
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         """Restart lazily, before the next check: a death on the last check costs no restart."""

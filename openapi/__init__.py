@@ -32,6 +32,7 @@ __all__ = [
     "registry",
     "schema_validator",
     "is_valid",
+    "all_valid",
     "spec_path",
     "sse_event_validator",
     "TitoValidator",
@@ -119,6 +120,19 @@ def is_valid(pointer: str, instance: Any) -> bool:
     return bool(schema_validator(pointer).is_valid(instance))
 
 
+def all_valid(pointer: str, instances: list[Any]) -> bool:
+    """Whether every one of `instances` is valid (`is_valid`), asked in one call: a stream's
+    chunks, judged by the load at tens of thousands a second, cross into Rust once, not once
+    each (a third of the cost per chunk)."""
+    fast = _fast_validator(f"{_pointer(pointer)}[]")
+    if fast is not None:
+        try:
+            return bool(fast.is_valid(instances))
+        except (ValueError, TypeError, OverflowError):
+            pass
+    return all(is_valid(pointer, instance) for instance in instances)
+
+
 @cache
 def _rs_registry() -> jsonschema_rs.Registry:
     return jsonschema_rs.Registry([(SPEC_URI, load_spec())], draft=jsonschema_rs.Draft202012)
@@ -126,9 +140,13 @@ def _rs_registry() -> jsonschema_rs.Registry:
 
 @cache
 def _fast_validator(pointer: str) -> jsonschema_rs.Draft202012Validator | None:
-    if _reaches_content_schema(pointer):
+    """The Rust validator of the schema at `pointer` (`pointer[]`: of a list of them)."""
+    one = pointer.removesuffix("[]")
+    if _reaches_content_schema(one):
         return None
-    schema = {"$ref": SPEC_URI + pointer}
+    schema: dict[str, Any] = {"$ref": SPEC_URI + one}
+    if one != pointer:
+        schema = {"type": "array", "items": schema}
     return jsonschema_rs.Draft202012Validator(schema, registry=_rs_registry())
 
 

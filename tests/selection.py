@@ -74,6 +74,16 @@ MOVED: tuple[Moved, ...] = (
           "settings", keep=("dp",)),
     Moved("test_live_gpu_standin.py", "test_the_gpu_path_end_to_end_with_dp", "standin"),
     Moved("test_live_releases.py", "test_two_releases_end_to_end_with_the_standin", "standin"),
+    Moved("test_live_gpu_standin.py", "test_the_gpu_path_loads_each_profile_after_its_suite",
+          "standin"),
+    # the load in every setting: routers, --max-num-seqs, a busy client (about 80 s in all)
+    Moved("test_load_settings.py",
+          "test_a_correct_fleet_under_load_violates_only_what_its_router_is_listed_for",
+          "settings"),
+    Moved("test_load_settings.py",
+          "test_a_correct_mock_under_load_violates_nothing_at_any_max_num_seqs", "settings"),
+    Moved("test_load_settings.py",
+          "test_a_correct_mock_under_load_violates_nothing_on_a_busy_client", "settings"),
 )  # fmt: skip
 
 BY_TEST: dict[tuple[str, str], Moved] = {(m.module, m.function): m for m in MOVED}

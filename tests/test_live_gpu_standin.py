@@ -189,3 +189,26 @@ def test_the_gpu_path_end_to_end_with_dp(vllm: Path, tmp_path: Path) -> None:
     dp = json.loads((out / "report-dp.json").read_text())["server"]
     assert "data-parallel" in dp["detected_features"], "the probe saw 2 ranks"
     assert set(json.loads((out / "timings.json").read_text())) == {*profiles, "total_s"}
+
+
+def test_the_gpu_path_loads_each_profile_after_its_suite(vllm: Path, tmp_path: Path) -> None:
+    """`--load 3` through the stand-in (`tox -e live-standin`'s path): a load phase per profile
+    that serves generate (dp's ranks pinned by the load's users), its reports beside the suite's,
+    its gate in gate.txt; a correct server violates nothing, `disabled` has nothing to load."""
+    out = tmp_path / "out"
+    argv = ["--backend", "gpu", "--vllm", str(vllm), "--model", MODEL, "--profile", "scale-out",
+            "--profile", "disabled", "--dp", "--load", "3", "--out", str(out)]  # fmt: skip
+    code = cli.main(argv)
+    gate = (out / "gate.txt").read_text()
+    assert code == 0, gate
+    loaded = gate.split("load gate:\n", 1)[1]
+    assert "[disabled] vLLM 0.32.0: skipped" in loaded and "UNLISTED" not in loaded
+    for name in ("scale-out", "dp"):
+        assert f"[{name}] vLLM 0.32.0: ok" in loaded
+        data = json.loads((out / f"load-{name}.json").read_text())
+        assert data["verdict"] == "PASSED" and data["figures"]["requests"] > 10
+        assert (out / f"load-{name}.html").exists() and (out / f"load-{name}.xml").exists()
+    dp = json.loads((out / "load-dp.json").read_text())
+    assert any(r["id"] == "DP-001" and r["judged"] for r in dp["requirements"]), "ranks pinned"
+    assert not (out / "load-disabled.json").exists()
+    assert json.loads((out / "timings.json").read_text())["dp"]["load_s"] >= 3

@@ -75,13 +75,14 @@ def test_a_router_that_cannot_start_says_why_with_its_log(binary: Path) -> None:
 
 def test_a_deployment_over_mocks_names_the_router(binary: Path, tmp_path: Path) -> None:
     """`live --router` over two correct mocks: the misrouted abort is reported, every failure
-    is attributed to the router, and the gate holds exactly the router's listed deviations."""
+    is attributed to the router, and the gate holds exactly the router's listed deviations;
+    the load phase (`--load`) through the router, engines named, violates no other."""
     from live.cli import main
     from loopback.vllm_router import DEFAULT_VERSION
 
     version = os.environ.get("TITO_ROUTER_VERSION") or DEFAULT_VERSION
     argv = ["--backend", "mock", "--router", f"vllm-router=={version}", "--engines", "2"]
-    code = main([*argv, "--profile", "scale-out", "--out", str(tmp_path)])
+    code = main([*argv, "--profile", "scale-out", "--load", "3", "--out", str(tmp_path)])
     data = json.loads((tmp_path / "report-scale-out.json").read_text())
     report = data["profiles"]["scale-out"] if "profiles" in data else data
     failed = {r["id"]: r["attribution"] for r in report["requirements"] if r["status"] == "fail"}
@@ -89,4 +90,8 @@ def test_a_deployment_over_mocks_names_the_router(binary: Path, tmp_path: Path) 
     assert set(failed.values()) == {"router"}, failed
     assert report["server"]["router"] == f"vllm-router {version}"
     assert len(report["server"]["engines"]) == 2
-    assert code == 0, (tmp_path / "gate.txt").read_text()
+    gate = (tmp_path / "gate.txt").read_text()
+    assert code == 0, gate
+    assert f"load gate:\n  [scale-out] vLLM {report['server']['version']}: ok" in gate, gate
+    load = json.loads((tmp_path / "load-scale-out.json").read_text())
+    assert load["server"]["engines"] == report["server"]["engines"] and load["figures"]["requests"]

@@ -37,11 +37,12 @@ def _port() -> int:
 
 @pytest.fixture
 def mock_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    defect = getattr(request, "param", None)
+    """A scale-out mock playing 0.34 in dev mode; `param`: a defect's name, or more flags."""
+    param = getattr(request, "param", None)
     port = _port()
     argv = [sys.executable, "-m", "mock_server", "--port", str(port), "--enable-scale-out"]
     argv += ["--mock-vllm-version", "0.34", "--mock-itl-ms", "3"]
-    argv += ["--mock-defect", defect] if defect else []
+    argv += ["--mock-defect", param] if isinstance(param, str) else list(param or [])
     env = dict(os.environ, VLLM_SERVER_DEV_MODE="1")
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"

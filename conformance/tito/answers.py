@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conformance.tito.streamed import Choice, Streamed
-from openapi import is_valid
+from openapi import all_valid, is_valid
 
 KEPT = 400
 """Answers kept per run: enough for every check's, bounded for a long fuzz."""
@@ -84,7 +84,8 @@ def of_stream(
     (SCHEMA-STREAM-001's) and no error event came."""
     if not isinstance(request, dict):
         return None
-    if not all("choices" in c and is_valid("GenerateStreamPayload", c) for c in streamed.chunks):
+    chunks = streamed.chunks
+    if not all("choices" in c for c in chunks) or not all_valid("GenerateStreamPayload", chunks):
         return None
     joined = tuple(map(_joined, streamed.choices().values()))
     ids = tuple(c.get("request_id") for c in streamed.chunks)

@@ -23,6 +23,16 @@ class Choice:
     stop_reason: Any = None
 
 
+def tokens_in(body: Any) -> int:
+    """The token ids a body or a stream chunk carries over its choices, read leniently: a
+    choice of another form counts none (its form is SCHEMA-*'s business)."""
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not isinstance(choices, list):
+        return 0
+    ids = [c.get("token_ids") for c in choices if isinstance(c, dict)]
+    return sum(len(t) for t in ids if isinstance(t, list))
+
+
 def index_of(value: Any) -> int:
     """A choice index as a number, read leniently: its type is SCHEMA-STREAM-001's business."""
     try:

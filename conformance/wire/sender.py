@@ -257,7 +257,9 @@ class Sender:
         if isinstance(exc, httpx.TimeoutException) and bound.by_run:
             exchange.error = "cut at the run's deadline"
             return OutOfTime(f"{what}: the run's deadline passed while it was in flight")
-        if isinstance(exc, httpx.TimeoutException) and bound.expired and exchange.status:
+        cut = isinstance(exc, httpx.TimeoutException) and bound.expired
+        if (cut or isinstance(exc, PastDeadline)) and exchange.status:
+            # one message whichever noticed first: the socket's clock or the body's reader
             exchange.error = f"the body was still coming {body_s:g} s after its head"
             return PastDeadline(
                 f"{what}: HTTP {exchange.status} came, but its body did not end within "
