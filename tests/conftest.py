@@ -57,6 +57,10 @@ SPREAD = frozenset(
         # a router defect's run each, with nothing built per module (`tox -e sweeps`)
         "test_conformance_router.py",
         "test_router_blast.py",
+        # a whole CLI run against a hostile server each; a load run per defect or setting
+        "test_conformance_hostile.py",
+        "test_load_defects.py",
+        "test_load_settings.py",
     }
 )
 

@@ -253,6 +253,8 @@ def test_tox_runs_the_fast_selection_and_ci_runs_the_rest() -> None:
     slow = " or ".join(selection.ENVS)
     assert f'-m "{slow}"' in ini["testenv:slow"]["commands"]
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert re.search(r"^stage python3 bootstrap\.py -e slow$", ci, re.M), "CI runs the rest"
+    assert re.search(r"^(TITO_TEST_WORKERS=\d+ )?stage python3 bootstrap\.py -e slow$", ci, re.M), (
+        "CI runs the rest"
+    )
     markers = {line.split(":")[0] for line in PYPROJECT["tool"]["pytest"]["ini_options"]["markers"]}
     assert markers == set(selection.ENVS)
