@@ -285,22 +285,23 @@ class RolloutUser(User):
 
     def _abort(self, plan: mix.Plan, ended: Ended, began: float) -> None:
         """Abort `ended`'s request by the path its plan names; with engine state, read whether
-        an engine still holds it once the abort was answered (ENGINE proof)."""
+        an engine holds it before the abort (the engines knew the request) and once the abort
+        was answered (ENGINE proof)."""
         st = self.state
-        if st.engines is not None:  # held before the abort: the engines knew the request
-            asked = time.monotonic() - began
-            held = st.engines.holds(ids_for(ended.rid))
-            if held is not None:
-                ended.reads.append((asked, time.monotonic() - began, held))
+        self._held(ended, began)
         sent = time.monotonic() - began
         reply = st.control.post(
             PATHS[plan.abort or "abort"], {"request_ids": ids_for(ended.rid)}, timeout=10
         )
         answered = time.monotonic() - began
         ended.aborts.append((sent, answered, reply.status, reply.body))
-        if st.engines is not None:
+        self._held(ended, began)
+
+    def _held(self, ended: Ended, began: float) -> None:
+        """One read of whether an engine holds `ended`'s request, kept on `ended.reads`."""
+        if self.state.engines is not None:
             asked = time.monotonic() - began
-            held = st.engines.holds(ids_for(ended.rid))
+            held = self.state.engines.holds(ids_for(ended.rid))
             if held is not None:
                 ended.reads.append((asked, time.monotonic() - began, held))
 
