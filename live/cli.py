@@ -53,6 +53,16 @@ def parser() -> argparse.ArgumentParser:
         f"default {DEFAULT_FRONTEND_VERSION}); reports land in OUT/vllm-V/",
     )
     p.add_argument(
+        "--releases-at-once",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --vllm-version: run up to N releases at the same time, each in a process "
+        "of its own, its output in OUT/vllm-V/live.log, printed whole when it ends (default "
+        "%(default)s; worth it for --backend frontend, whose simulated core leaves most of the "
+        "machine idle, not for a real vLLM, which takes all of it)",
+    )
+    p.add_argument(
         "--venvs",
         type=Path,
         help="with --vllm-version: where the release environments live "
@@ -231,6 +241,12 @@ def _releases(args: argparse.Namespace, profiles: list[LiveProfile]) -> int:
     if args.backend == "mock":
         message = "--vllm-version needs --backend cpu or gpu"
         print(f"tito-conformance live: error: {message}", file=sys.stderr)
+        return 2
+    if args.releases_at_once < 1:
+        print(
+            "tito-conformance live: error: --releases-at-once needs 1 or more (of --vllm-version)",
+            file=sys.stderr,
+        )
         return 2
     try:
         versions = releases.parse_versions(args.vllm_version, wheels=args.backend == "frontend")

@@ -24,6 +24,7 @@ from .fidelity import DiffResult, diff_against_mock
 from .fuzzing import FuzzBudget, fuzz_server, vocab_size
 from .launcher import LiveServer, ServerStartError, install_signal_handlers
 from .profiles import Backend, LiveProfile, wants_diff
+from .side_by_side import run_side_by_side
 from .suite import LiveRun, run_suite, write_transcripts
 
 STANDIN_NOTE = (
@@ -236,14 +237,22 @@ def install(kind: str, spec: str, root: Path, out: Path) -> releases_mod.Release
     return releases_mod.ensure(kind, spec, root, log)
 
 
+def run_release(
+    backend: Backend, profiles: list[LiveProfile], args: argparse.Namespace, version: str
+) -> int:
+    """One release's whole run, held to the version it must answer as."""
+    return run_all(backend, profiles, args, expect_version=version)
+
+
 def run_releases(
     args: argparse.Namespace,
     versions: list[str],
     profiles: list[LiveProfile],
     backend_from: Callable[[argparse.Namespace], Backend],
 ) -> int:
-    """Each release in its own environment, one after another; per release the whole live run
-    in OUT/vllm-V/, then the release matrix of all their reports in OUT/matrix.html and .md."""
+    """Each release in its own environment, one after another (or `--releases-at-once` side
+    by side, `live.side_by_side`); per release the whole live run in OUT/vllm-V/, then the
+    release matrix of all their reports in OUT/matrix.html and .md."""
     from conformance.reporting.matrix_cli import run as render_matrix
 
     from . import releases
@@ -263,13 +272,24 @@ def run_releases(
         return 1
     timings["install_s"] = round(time.monotonic() - t0, 2)
     codes: dict[str, int] = {}
-    for release in installed:
-        print(f"=== vLLM {release.version} ({release.venv})", flush=True)
-        backend = replace(backend_from(args), python=release.python, vllm=release.vllm)
-        sub = argparse.Namespace(**{**vars(args), "out": out / f"vllm-{release.version}"})
+    jobs = [
+        (
+            release.version,
+            replace(backend_from(args), python=release.python, vllm=release.vllm),
+            argparse.Namespace(**{**vars(args), "out": out / f"vllm-{release.version}"}),
+        )
+        for release in installed
+    ]
+    at_once = min(getattr(args, "releases_at_once", 1), len(jobs))
+    if at_once > 1:
+        ended, seconds = run_side_by_side(jobs, profiles, run_release, at_once)
+        codes = {version: ended[version] for version, _, _ in jobs}  # the order asked for
+        timings.update((version, seconds[version]) for version, _, _ in jobs)
+    for version, backend, sub in jobs if at_once <= 1 else ():
+        print(f"=== vLLM {version} ({Path(backend.python).parent.parent})", flush=True)
         t1 = time.monotonic()
-        codes[release.version] = run_all(backend, profiles, sub, expect_version=release.version)
-        timings[release.version] = round(time.monotonic() - t1, 2)
+        codes[version] = run_release(backend, profiles, sub, version)
+        timings[version] = round(time.monotonic() - t1, 2)
     reports = sorted(out.glob("vllm-*/report-*.json"))
     if reports:
         matrix = argparse.Namespace(

@@ -8,6 +8,7 @@ release matrix, and a gate that holds each report to the version it asked for.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -18,6 +19,8 @@ import pytest
 
 from live import cli, releases
 from live.fidelity import release_of
+from live.profiles import Backend, LiveProfile, live_profile
+from live.side_by_side import run_side_by_side
 from live.standin import RELEASE_ENV, is_standin
 from live.standin.install import write_executable
 
@@ -59,11 +62,45 @@ def test_print_argv_names_each_release_interpreter(
     [
         ["--backend", "mock", "--vllm-version", "0.31.0"],
         ["--vllm-version", "x.y"],
+        ["--vllm-version", "0.31.0", "--releases-at-once", "0"],
     ],
 )
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(argv) == 2
     assert "--vllm-version" in capsys.readouterr().err
+
+
+def _run_one(
+    backend: Backend, profiles: list[LiveProfile], args: argparse.Namespace, v: str
+) -> int:
+    """A release's run, as `side_by_side` spawns it: says where it is, ends by its version."""
+    print(f"release {v} on {backend.kind}, {profiles[0].name}, out {args.out.name}")
+    os.system(f"echo 'a child process of {v}'")  # noqa: S605 - what a server would write
+    if v == "broken":
+        raise RuntimeError("the run itself broke")
+    return 0 if v == "good" else 3
+
+
+def test_side_by_side_runs_keep_their_codes_and_their_output_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Three runs, two at a time, each in a spawned process: every code in, a broken run is
+    exit 1 and says so, and each run's output (its child processes' too) is its own log, printed
+    whole."""
+    backend = Backend("mock", "m")
+    jobs = [
+        (v, backend, argparse.Namespace(out=tmp_path / f"vllm-{v}"))
+        for v in ("good", "bad", "broken")
+    ]
+    codes, seconds = run_side_by_side(jobs, [live_profile("scale-out")], _run_one, at_once=2)
+    assert codes == {"good": 0, "bad": 3, "broken": 1}
+    assert set(seconds) == set(codes) and all(t > 0 for t in seconds.values())
+    printed = capsys.readouterr().out
+    for v in ("good", "bad"):
+        log = (tmp_path / f"vllm-{v}" / "live.log").read_text(encoding="utf-8")
+        assert log == f"release {v} on mock, scale-out, out vllm-{v}\na child process of {v}\n"
+        assert log in printed
+    assert "vLLM broken: its process broke: RuntimeError: the run itself broke" in printed
 
 
 def test_a_standin_executable_plays_its_release(tmp_path: Path) -> None:
@@ -106,10 +143,13 @@ def test_a_failing_install_is_a_readable_failure(tmp_path: Path) -> None:
     assert "no such release" in (tmp_path / "install.log").read_text(encoding="utf-8")
 
 
-def test_two_releases_end_to_end_with_the_standin(tmp_path: Path) -> None:
+@pytest.mark.parametrize("at_once", [1, 2], ids=["one-after-another", "side-by-side"])
+def test_two_releases_end_to_end_with_the_standin(tmp_path: Path, at_once: int) -> None:
     """`--vllm-version 0.31.0,0.32.0` on the GPU path: reports per release, matrix, and a gate
     per release: with no deviation listed for it, the mock playing 0.31 fails (no
-    `weight_versions`, WV-001), while 0.32 passes outright."""
+    `weight_versions`, WV-001), while 0.32 passes outright. Side by side
+    (`--releases-at-once 2`), the same, with each release's output in its own log, printed
+    whole."""
     out = tmp_path / "out"
     listed = tmp_path / "deviations.yaml"
     listed.write_text('versions:\n  "0.31.0": []\n', encoding="utf-8")
@@ -117,6 +157,7 @@ def test_two_releases_end_to_end_with_the_standin(tmp_path: Path) -> None:
     argv = [
         sys.executable, "-m", "live", "--backend", "gpu", "--vllm-version", "0.31.0,0.32.0",
         "--profile", "scale-out", "--deviations", str(listed), "--out", str(out),
+        "--releases-at-once", str(at_once),
     ]  # fmt: skip
     done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 1, done.stdout[-4000:] + done.stderr[-2000:]
@@ -130,3 +171,10 @@ def test_two_releases_end_to_end_with_the_standin(tmp_path: Path) -> None:
     assert gate.splitlines() == ["vLLM 0.31.0: FAILED", "vLLM 0.32.0: PASSED"]
     old = (out / "vllm-0.31.0" / "gate.txt").read_text(encoding="utf-8")
     assert "UNLISTED FAILURE WV-001" in old, old
+    logs = [out / f"vllm-{version}" / "live.log" for version in ("0.31.0", "0.32.0")]
+    if at_once == 1:
+        assert not any(log.exists() for log in logs)
+        return
+    for log in logs:  # each run's own output, whole, in the run's stdout too
+        text = log.read_text(encoding="utf-8")
+        assert "== live [gpu] overall" in text and text in done.stdout
