@@ -60,7 +60,7 @@ def parser() -> argparse.ArgumentParser:
         help="with --vllm-version: run up to N releases at the same time, each in a process "
         "of its own, its output in OUT/vllm-V/live.log, printed whole when it ends (default "
         "%(default)s; worth it for --backend frontend, whose simulated core leaves most of the "
-        "machine idle, not for a real vLLM, which takes all of it)",
+        "machine idle; untried in CI for real vLLM releases)",
     )
     p.add_argument(
         "--venvs",
