@@ -280,16 +280,17 @@ def run_releases(
         )
         for release in installed
     ]
-    at_once = min(getattr(args, "releases_at_once", 1), len(jobs))
+    at_once = min(args.releases_at_once, len(jobs))
     if at_once > 1:
         ended, seconds = run_side_by_side(jobs, profiles, run_release, at_once)
         codes = {version: ended[version] for version, _, _ in jobs}  # the order asked for
         timings.update((version, seconds[version]) for version, _, _ in jobs)
-    for version, backend, sub in jobs if at_once <= 1 else ():
-        print(f"=== vLLM {version} ({Path(backend.python).parent.parent})", flush=True)
-        t1 = time.monotonic()
-        codes[version] = run_release(backend, profiles, sub, version)
-        timings[version] = round(time.monotonic() - t1, 2)
+    else:
+        for (version, backend, sub), release in zip(jobs, installed, strict=True):
+            print(f"=== vLLM {version} ({release.venv})", flush=True)
+            t1 = time.monotonic()
+            codes[version] = run_release(backend, profiles, sub, version)
+            timings[version] = round(time.monotonic() - t1, 2)
     reports = sorted(out.glob("vllm-*/report-*.json"))
     if reports:
         matrix = argparse.Namespace(
